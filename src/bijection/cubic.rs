@@ -1,0 +1,130 @@
+//! Cubic polynomial conjugation: `f(x) = c + g^-1(g(u) + beta)`, `g(v) = a v + b v^3`
+//! (math.md 1.3).
+
+use super::{ParamSpec, ScalarPartials};
+use crate::real::Real;
+
+pub const PARAMS: &[ParamSpec] = &[
+    ParamSpec::new("a", "e^-2 < a < e^2", 0.135_335_283_236_612_7, 7.389_056_098_930_65),
+    ParamSpec::new("b", "e^-2 < b < e^2", 0.135_335_283_236_612_7, 7.389_056_098_930_65),
+    ParamSpec::new("beta", "any real", f64::NEG_INFINITY, f64::INFINITY),
+    ParamSpec::new("c", "any real", f64::NEG_INFINITY, f64::INFINITY),
+];
+
+#[derive(Clone, Copy, Debug)]
+pub struct Cubic<T> {
+    pub a: T,
+    pub b: T,
+    pub beta: T,
+    pub c: T,
+    da_draw: T,
+    db_draw: T,
+    /// 2 sqrt(a / (3b)) and (3 sqrt 3 / 2) sqrt(b) / a^(3/2): the inverse's constants.
+    inv_scale: T,
+    inv_arg: T,
+}
+
+/// `exp(2 tanh(raw / 2))` and its derivative.
+#[inline]
+fn bounded_scale<T: Real>(raw: T) -> (T, T) {
+    let th = (raw / T::c(2.0)).tanh();
+    let v = (T::c(2.0) * th).exp();
+    (v, v * (T::one() - th * th))
+}
+
+fn bounded_scale_inv(v: f64) -> f64 {
+    2.0 * (v.ln() / 2.0).atanh()
+}
+
+impl<T: Real> Cubic<T> {
+    pub fn from_raw(raw: &[T]) -> Self {
+        let (a, da_draw) = bounded_scale(raw[0]);
+        let (b, db_draw) = bounded_scale(raw[1]);
+        Self {
+            a,
+            b,
+            beta: raw[2],
+            c: raw[3],
+            da_draw,
+            db_draw,
+            inv_scale: T::c(2.0) * (a / (T::c(3.0) * b)).sqrt(),
+            inv_arg: T::c(1.5 * 3f64.sqrt()) * b.sqrt() / (a * a.sqrt()),
+        }
+    }
+
+    pub fn raw_from_constrained(v: &[f64]) -> Vec<f64> {
+        vec![bounded_scale_inv(v[0]), bounded_scale_inv(v[1]), v[2], v[3]]
+    }
+
+    pub fn constrained(&self) -> Vec<f64> {
+        [self.a, self.b, self.beta, self.c]
+            .iter()
+            .map(|v| v.to_f64())
+            .collect()
+    }
+
+    #[inline]
+    fn g(&self, v: T) -> T {
+        v * (self.a + self.b * v * v)
+    }
+
+    #[inline]
+    fn g_prime(&self, v: T) -> T {
+        self.a + T::c(3.0) * self.b * v * v
+    }
+
+    /// The hyperbolic closed form of `g^-1` (no overflow in float32).
+    #[inline]
+    fn g_inv(&self, w: T) -> T {
+        self.inv_scale * ((self.inv_arg * w).asinh() / T::c(3.0)).sinh()
+    }
+
+    #[inline]
+    pub fn x_from_z(&self, x: T) -> (T, T) {
+        let u = x - self.c;
+        let v = self.g_inv(self.g(u) + self.beta);
+        (self.c + v, (self.g_prime(u) / self.g_prime(v)).ln())
+    }
+
+    #[inline]
+    pub fn z_from_x(&self, y: T) -> (T, T) {
+        let v = y - self.c;
+        let u = self.g_inv(self.g(v) - self.beta);
+        (self.c + u, (self.g_prime(u) / self.g_prime(v)).ln())
+    }
+
+    #[inline]
+    pub fn partials(&self, x: T, f_raw: &mut [T], logd_raw: &mut [T]) -> ScalarPartials<T> {
+        let b = self.b;
+        let u = x - self.c;
+        let v = self.g_inv(self.g(u) + self.beta);
+        let gu = self.g_prime(u);
+        let gv = self.g_prime(v);
+        let inv_gv = T::one() / gv;
+        let fp = gu * inv_gv;
+        // Implicit differentiation of g(v) = g(u) + beta.
+        let d = u - v;
+        let v_a = d * inv_gv;
+        let v_b = d * (u * u + u * v + v * v) * inv_gv;
+        let v_beta = inv_gv;
+        let six_b = T::c(6.0) * b;
+        let logd_x = six_b * u / gu - six_b * v * inv_gv * fp;
+        let logd_a = T::one() / gu - (T::one() + six_b * v * v_a) * inv_gv;
+        let logd_b = T::c(3.0) * u * u / gu - (T::c(3.0) * v * v + six_b * v * v_b) * inv_gv;
+        let logd_beta = -six_b * v * v_beta * inv_gv;
+        f_raw[0] = v_a * self.da_draw;
+        f_raw[1] = v_b * self.db_draw;
+        f_raw[2] = v_beta;
+        f_raw[3] = T::one() - fp;
+        logd_raw[0] = logd_a * self.da_draw;
+        logd_raw[1] = logd_b * self.db_draw;
+        logd_raw[2] = logd_beta;
+        logd_raw[3] = -logd_x;
+        ScalarPartials {
+            f: self.c + v,
+            logd: fp.ln(),
+            f_x: fp,
+            logd_x,
+        }
+    }
+}

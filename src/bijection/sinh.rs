@@ -1,0 +1,125 @@
+//! Sinh conjugation: `f(x) = c + s asinh(e^mu (e^nu sinh(u/s) + beta))` (math.md 1.2).
+
+use super::{ParamSpec, ScalarPartials};
+use crate::real::{Real, log_cosh, sech, sigmoid, softplus, softplus_inv};
+
+const S_MIN: f64 = 0.1;
+const LN_2: f64 = std::f64::consts::LN_2;
+
+pub const PARAMS: &[ParamSpec] = &[
+    ParamSpec::new("s", "s > 0.1", S_MIN, f64::INFINITY),
+    ParamSpec::new("beta", "any real", f64::NEG_INFINITY, f64::INFINITY),
+    ParamSpec::new("c", "any real", f64::NEG_INFINITY, f64::INFINITY),
+    ParamSpec::new("mu", "any real", f64::NEG_INFINITY, f64::INFINITY),
+    ParamSpec::new("nu", "any real", f64::NEG_INFINITY, f64::INFINITY),
+];
+
+#[derive(Clone, Copy, Debug)]
+pub struct Sinh<T> {
+    pub s: T,
+    pub beta: T,
+    pub c: T,
+    pub mu: T,
+    pub nu: T,
+    ds_draw: T,
+    dmu_draw: T,
+    dnu_draw: T,
+}
+
+/// Values of one evaluation that the derivatives reuse.
+struct Eval<T> {
+    a: T,
+    /// asinh(z), z = e^mu (e^nu sinh a + beta)
+    big_a: T,
+    /// log f'
+    logd: T,
+}
+
+impl<T: Real> Sinh<T> {
+    pub fn from_raw(raw: &[T]) -> Self {
+        Self {
+            s: softplus(raw[0]) + T::c(S_MIN),
+            beta: raw[1],
+            c: raw[2],
+            mu: raw[3].asinh(),
+            nu: raw[4].asinh(),
+            ds_draw: sigmoid(raw[0]),
+            dmu_draw: T::one() / (T::one() + raw[3] * raw[3]).sqrt(),
+            dnu_draw: T::one() / (T::one() + raw[4] * raw[4]).sqrt(),
+        }
+    }
+
+    pub fn raw_from_constrained(v: &[f64]) -> Vec<f64> {
+        vec![softplus_inv(v[0] - S_MIN), v[1], v[2], v[3].sinh(), v[4].sinh()]
+    }
+
+    pub fn constrained(&self) -> Vec<f64> {
+        [self.s, self.beta, self.c, self.mu, self.nu]
+            .iter()
+            .map(|v| v.to_f64())
+            .collect()
+    }
+
+    /// The map with the given (beta, mu, nu); the inverse swaps them.
+    #[inline]
+    fn eval(&self, x: T, beta: T, mu: T, nu: T) -> Eval<T> {
+        let a = (x - self.c) / self.s;
+        // Below |a| = 20 sinh is finite in float32 and z^2 is handled by asinh.
+        let big_a = if a.abs() < T::c(20.0) {
+            (mu.exp() * (nu.exp() * a.sinh() + beta)).asinh()
+        } else {
+            // log|z| = mu + nu + |a| - ln 2 + ln(1 + 2 sgn(a) beta e^(-nu - |a|))
+            let sg = a.sign_nonneg();
+            let corr = T::c(2.0) * sg * beta * (-nu - a.abs()).exp();
+            let log_z = mu + nu + a.abs() - T::c(LN_2) + corr.max(T::c(-0.5)).ln_1p();
+            sg * (log_z + T::c(LN_2))
+        };
+        let logd = mu + nu + log_cosh(a) - log_cosh(big_a);
+        Eval { a, big_a, logd }
+    }
+
+    #[inline]
+    pub fn x_from_z(&self, x: T) -> (T, T) {
+        let e = self.eval(x, self.beta, self.mu, self.nu);
+        (self.c + self.s * e.big_a, e.logd)
+    }
+
+    #[inline]
+    pub fn z_from_x(&self, y: T) -> (T, T) {
+        let e = self.eval(y, -self.beta, -self.nu, -self.mu);
+        (self.c + self.s * e.big_a, -e.logd)
+    }
+
+    #[inline]
+    pub fn partials(&self, x: T, f_raw: &mut [T], logd_raw: &mut [T]) -> ScalarPartials<T> {
+        let Eval { a, big_a, logd } = self.eval(x, self.beta, self.mu, self.nu);
+        let s = self.s;
+        let fp = logd.exp();
+        let th_a = a.tanh();
+        let th_big = big_a.tanh();
+        // e^mu / R with R = sqrt(1 + z^2) = cosh(A)
+        let emu_over_r = (self.mu.exp()) * sech(big_a);
+        let f_beta = s * emu_over_r;
+        let f_mu = s * th_big;
+        let f_nu = f_mu - self.beta * f_beta;
+        let f_s = big_a - a * fp;
+        let logd_a = th_a - th_big * fp;
+        let logd_x = logd_a / s;
+        f_raw[0] = f_s * self.ds_draw;
+        f_raw[1] = f_beta;
+        f_raw[2] = T::one() - fp;
+        f_raw[3] = f_mu * self.dmu_draw;
+        f_raw[4] = f_nu * self.dnu_draw;
+        logd_raw[0] = -a * logd_x * self.ds_draw;
+        logd_raw[1] = -th_big * emu_over_r;
+        logd_raw[2] = -logd_x;
+        logd_raw[3] = (T::one() - th_big * th_big) * self.dmu_draw;
+        logd_raw[4] = (T::one() - th_big * f_nu / s) * self.dnu_draw;
+        ScalarPartials {
+            f: self.c + s * big_a,
+            logd,
+            f_x: fp,
+            logd_x,
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! Flow Playground: normalizing flows built from the analytic bijections of
+//! "Analytic Bijections for Smooth and Interpretable Normalizing Flows"
+//! (Gerdes & Cheng, ICML 2026), trained live.
+//!
+//! Layers, from the bottom up: [`real`] (the float types), [`bijection`] (scalar
+//! maps), [`flow`] (radial and coupling flows), [`target`] (what is learned),
+//! [`train`] (losses, Adam, metrics, the CPU trainer), [`model_file`] (the JSON
+//! model format), [`cli`] (the command-line tool).
+
+pub mod bijection;
+pub mod real;

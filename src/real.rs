@@ -1,0 +1,233 @@
+//! The float types the mathematics is generic over: `f64` is the reference,
+//! `f32` is what the GPU kernels compute.
+
+use std::fmt::{Debug, Display};
+use std::iter::Sum;
+use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
+
+/// A real number type: the small set of operations the bijections need.
+pub trait Real:
+    Copy
+    + Clone
+    + Debug
+    + Display
+    + Default
+    + PartialEq
+    + PartialOrd
+    + Send
+    + Sync
+    + 'static
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + AddAssign
+    + SubAssign
+    + MulAssign
+    + DivAssign
+    + Sum
+{
+    /// Machine epsilon.
+    const EPSILON: Self;
+    /// Largest finite value.
+    const MAX: Self;
+    /// Whether this is the 32-bit type (the GPU's precision).
+    const IS_F32: bool;
+
+    fn from_f64(v: f64) -> Self;
+    fn to_f64(self) -> f64;
+
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn ln_1p(self) -> Self;
+    fn exp_m1(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn cbrt(self) -> Self;
+    fn powf(self, e: Self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn sinh(self) -> Self;
+    fn cosh(self) -> Self;
+    fn tanh(self) -> Self;
+    fn asinh(self) -> Self;
+    fn atan2(self, other: Self) -> Self;
+    fn abs(self) -> Self;
+    fn floor(self) -> Self;
+    fn max(self, other: Self) -> Self;
+    fn min(self, other: Self) -> Self;
+    fn is_finite(self) -> bool;
+    fn is_nan(self) -> bool;
+
+    /// The constant `v`.
+    #[inline(always)]
+    fn c(v: f64) -> Self {
+        Self::from_f64(v)
+    }
+    #[inline(always)]
+    fn zero() -> Self {
+        Self::from_f64(0.0)
+    }
+    #[inline(always)]
+    fn one() -> Self {
+        Self::from_f64(1.0)
+    }
+    /// Sign with sgn(0) = +1, as the stable inverses require.
+    #[inline(always)]
+    fn sign_nonneg(self) -> Self {
+        if self < Self::zero() {
+            -Self::one()
+        } else {
+            Self::one()
+        }
+    }
+    #[inline(always)]
+    fn powi2(self) -> Self {
+        self * self
+    }
+}
+
+macro_rules! impl_real {
+    ($t:ty, $is32:expr) => {
+        impl Real for $t {
+            const EPSILON: Self = <$t>::EPSILON;
+            const MAX: Self = <$t>::MAX;
+            const IS_F32: bool = $is32;
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            #[inline(always)]
+            fn ln_1p(self) -> Self {
+                <$t>::ln_1p(self)
+            }
+            #[inline(always)]
+            fn exp_m1(self) -> Self {
+                <$t>::exp_m1(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn cbrt(self) -> Self {
+                <$t>::cbrt(self)
+            }
+            #[inline(always)]
+            fn powf(self, e: Self) -> Self {
+                <$t>::powf(self, e)
+            }
+            #[inline(always)]
+            fn sin(self) -> Self {
+                <$t>::sin(self)
+            }
+            #[inline(always)]
+            fn cos(self) -> Self {
+                <$t>::cos(self)
+            }
+            #[inline(always)]
+            fn sinh(self) -> Self {
+                <$t>::sinh(self)
+            }
+            #[inline(always)]
+            fn cosh(self) -> Self {
+                <$t>::cosh(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+            #[inline(always)]
+            fn asinh(self) -> Self {
+                <$t>::asinh(self)
+            }
+            #[inline(always)]
+            fn atan2(self, other: Self) -> Self {
+                <$t>::atan2(self, other)
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            #[inline(always)]
+            fn max(self, other: Self) -> Self {
+                <$t>::max(self, other)
+            }
+            #[inline(always)]
+            fn min(self, other: Self) -> Self {
+                <$t>::min(self, other)
+            }
+            #[inline(always)]
+            fn is_finite(self) -> bool {
+                <$t>::is_finite(self)
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+        }
+    };
+}
+
+impl_real!(f32, true);
+impl_real!(f64, false);
+
+/// `log(1 + e^t)` without overflow.
+#[inline(always)]
+pub fn softplus<T: Real>(t: T) -> T {
+    if t > T::c(20.0) {
+        t + (-t).exp().ln_1p()
+    } else {
+        t.exp().ln_1p()
+    }
+}
+
+/// Inverse of [`softplus`]: `log(e^y - 1)` for `y > 0`.
+pub fn softplus_inv<T: Real>(y: T) -> T {
+    if y > T::c(20.0) {
+        y + (-(-y).exp()).ln_1p()
+    } else {
+        y.exp_m1().ln()
+    }
+}
+
+/// The logistic function `1 / (1 + e^-t)`.
+#[inline(always)]
+pub fn sigmoid<T: Real>(t: T) -> T {
+    if t >= T::zero() {
+        T::one() / (T::one() + (-t).exp())
+    } else {
+        let e = t.exp();
+        e / (T::one() + e)
+    }
+}
+
+/// `log cosh(a)` without overflow.
+#[inline(always)]
+pub fn log_cosh<T: Real>(a: T) -> T {
+    let m = a.abs();
+    m + (T::c(-2.0) * m).exp().ln_1p() - T::c(std::f64::consts::LN_2)
+}
+
+/// `1 / cosh(a)` without overflow.
+#[inline(always)]
+pub fn sech<T: Real>(a: T) -> T {
+    let e = (-a.abs()).exp();
+    T::c(2.0) * e / (T::one() + e * e)
+}
