@@ -9,3 +9,5 @@
 
 pub mod bijection;
 pub mod real;
+pub mod flow;
+pub mod rng;

@@ -27,6 +27,7 @@ pub trait Real:
     + MulAssign
     + DivAssign
     + Sum
+    + ndarray::LinalgScalar
 {
     /// Machine epsilon.
     const EPSILON: Self;
@@ -63,14 +64,6 @@ pub trait Real:
     #[inline(always)]
     fn c(v: f64) -> Self {
         Self::from_f64(v)
-    }
-    #[inline(always)]
-    fn zero() -> Self {
-        Self::from_f64(0.0)
-    }
-    #[inline(always)]
-    fn one() -> Self {
-        Self::from_f64(1.0)
     }
     /// Sign with sgn(0) = +1, as the stable inverses require.
     #[inline(always)]

@@ -1,0 +1,250 @@
+//! Coupling flows (math.md section 3): checker masks, a ResNet MLP conditioner on
+//! the passive coordinates, and a scalar stack (one family, or K copies) on each
+//! active coordinate. Layer `l` is active where `(i + parity_l) mod 2 = 1`, with
+//! parity 1 for the first layer (even coordinates active, as bijx) and flipping.
+//!
+//! The sampling direction applies layers 0, 1, ..., L-1; the density direction
+//! their inverses in reverse order. Parameter layout: each layer's MLP
+//! parameters in turn ([`MlpShape`]); the conditioner's output is split per
+//! active element first, then that element's stack raw values.
+
+use super::mlp::{MlpCache, MlpShape};
+use super::{Adjoint, Flow};
+use crate::bijection::{Family, Stack};
+use crate::real::Real;
+use crate::rng::Rng;
+use ndarray::Array2;
+
+/// The structure of a coupling flow.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CouplingSpec {
+    pub dim: usize,
+    pub layers: usize,
+    pub width: usize,
+    pub depth: usize,
+    /// The transform of each active coordinate.
+    pub stack: Stack,
+}
+
+impl CouplingSpec {
+    /// Active and passive coordinate indices of layer `l`.
+    pub fn split(&self, l: usize) -> (Vec<usize>, Vec<usize>) {
+        let parity = if l % 2 == 0 { 1 } else { 0 };
+        (0..self.dim).partition(|i| (i + parity) % 2 == 1)
+    }
+
+    pub fn mlp(&self, l: usize) -> MlpShape {
+        let (active, passive) = self.split(l);
+        MlpShape {
+            n_in: passive.len(),
+            width: self.width,
+            depth: self.depth,
+            n_out: active.len() * self.stack.n_raw(),
+        }
+    }
+
+    pub fn n_params(&self) -> usize {
+        (0..self.layers).map(|l| self.mlp(l).n_params()).sum()
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.dim < 2 {
+            return Err("a coupling flow needs dimension >= 2".into());
+        }
+        if self.layers == 0 || self.width == 0 {
+            return Err("a coupling flow needs at least one layer and width >= 1".into());
+        }
+        if self.stack.is_empty() {
+            return Err("a coupling flow needs a scalar transform".into());
+        }
+        Ok(())
+    }
+
+    fn layer_offset(&self, l: usize) -> usize {
+        (0..l).map(|k| self.mlp(k).n_params()).sum()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct CouplingFlow<T> {
+    pub spec: CouplingSpec,
+    params: Vec<T>,
+}
+
+/// What one layer's forward pass keeps for its backward pass.
+struct LayerCache<T> {
+    mlp: MlpCache<T>,
+    raw: Array2<T>,
+    /// stack traces, (n * n_active) x K
+    traces: Vec<T>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Direction {
+    XFromZ,
+    ZFromX,
+}
+
+impl<T: Real> CouplingFlow<T> {
+    /// bijx's `extract_init`: output kernel N(0, 1e-3^2), output bias = one draw
+    /// of the stack's default raw values tiled over the active elements. Affine
+    /// layers (RealNVP) start exactly at the identity.
+    pub fn init(spec: CouplingSpec, rng: &mut Rng) -> Result<Self, String> {
+        spec.validate()?;
+        let affine = spec.stack.layers().iter().all(|f| *f == Family::Affine);
+        let mut params = Vec::with_capacity(spec.n_params());
+        for l in 0..spec.layers {
+            let shape = spec.mlp(l);
+            let base = spec.stack.default_raw(&mut || rng.normal());
+            let n_active = spec.split(l).0.len();
+            let bias: Vec<f64> = (0..n_active).flat_map(|_| base.iter().copied()).collect();
+            let out_std = if affine { 0.0 } else { 1e-3 };
+            params.extend(shape.init(out_std, &bias, rng));
+        }
+        Ok(Self {
+            spec,
+            params: params.into_iter().map(T::c).collect(),
+        })
+    }
+
+    pub fn from_params(spec: CouplingSpec, params: Vec<T>) -> Result<Self, String> {
+        spec.validate()?;
+        if params.len() != spec.n_params() {
+            return Err(format!(
+                "coupling flow expects {} parameters, got {}",
+                spec.n_params(),
+                params.len()
+            ));
+        }
+        Ok(Self { spec, params })
+    }
+
+    fn layer_params(&self, l: usize) -> &[T] {
+        let off = self.spec.layer_offset(l);
+        &self.params[off..off + self.spec.mlp(l).n_params()]
+    }
+
+    /// Runs one layer in `dir` on `cur` (n x d) in place, adding log-dets.
+    fn layer_forward(&self, l: usize, dir: Direction, cur: &mut [T], log_det: &mut [T]) -> LayerCache<T> {
+        let d = self.spec.dim;
+        let n = log_det.len();
+        let (active, passive) = self.spec.split(l);
+        let k = self.spec.stack.len();
+        let p = self.spec.stack.n_raw();
+        let input = Array2::from_shape_fn((n, passive.len()), |(i, j)| cur[i * d + passive[j]]);
+        let (raw, mlp) = self.spec.mlp(l).forward(self.layer_params(l), input);
+        let mut traces = vec![T::zero(); n * active.len() * k];
+        let mut built = Vec::with_capacity(k);
+        let raw_flat = raw.as_slice().unwrap_or_else(|| unreachable!("standard layout"));
+        for i in 0..n {
+            for (a, &idx) in active.iter().enumerate() {
+                let e = i * active.len() + a;
+                self.spec.stack.build(&raw_flat[e * p..(e + 1) * p], &mut built);
+                let trace = &mut traces[e * k..(e + 1) * k];
+                let v = cur[i * d + idx];
+                let (out, logd) = match dir {
+                    Direction::XFromZ => Stack::x_from_z_trace(&built, v, trace),
+                    Direction::ZFromX => Stack::z_from_x_trace(&built, v, trace),
+                };
+                cur[i * d + idx] = out;
+                log_det[i] += if dir == Direction::XFromZ { logd } else { -logd };
+            }
+        }
+        LayerCache { mlp, raw, traces }
+    }
+
+    /// Backward through one layer: `bar` holds the output adjoints (n x d) and is
+    /// turned into the input adjoints; parameter adjoints go into `grad`.
+    fn layer_backward(&self, l: usize, dir: Direction, cache: &LayerCache<T>, bar: &mut [T], ld_bar: &[T], grad: &mut [T]) {
+        let d = self.spec.dim;
+        let n = ld_bar.len();
+        let (active, passive) = self.spec.split(l);
+        let k = self.spec.stack.len();
+        let p = self.spec.stack.n_raw();
+        let mut raw_bar = Array2::<T>::zeros((n, active.len() * p));
+        let raw_flat = cache.raw.as_slice().unwrap_or_else(|| unreachable!("standard layout"));
+        let mut built = Vec::with_capacity(k);
+        {
+            let rb = raw_bar.as_slice_mut().unwrap_or_else(|| unreachable!("standard layout"));
+            for i in 0..n {
+                for (a, &idx) in active.iter().enumerate() {
+                    let e = i * active.len() + a;
+                    self.spec.stack.build(&raw_flat[e * p..(e + 1) * p], &mut built);
+                    let trace = &cache.traces[e * k..(e + 1) * k];
+                    let g = &mut rb[e * p..(e + 1) * p];
+                    let b = bar[i * d + idx];
+                    bar[i * d + idx] = match dir {
+                        Direction::XFromZ => self.spec.stack.x_from_z_backward(&built, trace, b, ld_bar[i], g),
+                        Direction::ZFromX => self.spec.stack.z_from_x_backward(&built, trace, b, ld_bar[i], g),
+                    };
+                }
+            }
+        }
+        let off = self.spec.layer_offset(l);
+        let shape = self.spec.mlp(l);
+        let in_bar = shape.backward(self.layer_params(l), &cache.mlp, raw_bar.view(), &mut grad[off..off + shape.n_params()]);
+        for i in 0..n {
+            for (j, &idx) in passive.iter().enumerate() {
+                bar[i * d + idx] += in_bar[(i, j)];
+            }
+        }
+    }
+
+    fn order(&self, dir: Direction) -> Vec<usize> {
+        match dir {
+            Direction::XFromZ => (0..self.spec.layers).collect(),
+            Direction::ZFromX => (0..self.spec.layers).rev().collect(),
+        }
+    }
+
+    fn run(&self, dir: Direction, input: &[T], output: &mut [T], log_det: &mut [T], backward: Option<(&Adjoint<T>, &mut [T])>) {
+        output.copy_from_slice(input);
+        log_det.iter_mut().for_each(|v| *v = T::zero());
+        let order = self.order(dir);
+        let mut caches = Vec::with_capacity(order.len());
+        for &l in &order {
+            caches.push(self.layer_forward(l, dir, output, log_det));
+        }
+        let Some((adjoint, grad)) = backward else {
+            return;
+        };
+        let d = self.spec.dim;
+        let mut bar = vec![T::zero(); output.len()];
+        let ld_bar: Vec<T> = (0..log_det.len())
+            .map(|i| adjoint(i, &output[i * d..(i + 1) * d], log_det[i], &mut bar[i * d..(i + 1) * d]))
+            .collect();
+        for (&l, cache) in order.iter().zip(&caches).rev() {
+            self.layer_backward(l, dir, cache, &mut bar, &ld_bar, grad);
+        }
+    }
+}
+
+impl<T: Real> Flow<T> for CouplingFlow<T> {
+    fn dim(&self) -> usize {
+        self.spec.dim
+    }
+
+    fn params(&self) -> &[T] {
+        &self.params
+    }
+
+    fn params_mut(&mut self) -> &mut [T] {
+        &mut self.params
+    }
+
+    fn x_from_z(&self, z: &[T], x: &mut [T], log_det: &mut [T]) {
+        self.run(Direction::XFromZ, z, x, log_det, None);
+    }
+
+    fn z_from_x(&self, x: &[T], z: &mut [T], log_det: &mut [T]) {
+        self.run(Direction::ZFromX, x, z, log_det, None);
+    }
+
+    fn z_from_x_grad(&self, x: &[T], adjoint: &Adjoint<T>, z: &mut [T], log_det: &mut [T], grad: &mut [T]) {
+        self.run(Direction::ZFromX, x, z, log_det, Some((adjoint, grad)));
+    }
+
+    fn x_from_z_grad(&self, z: &[T], adjoint: &Adjoint<T>, x: &mut [T], log_det: &mut [T], grad: &mut [T]) {
+        self.run(Direction::XFromZ, z, x, log_det, Some((adjoint, grad)));
+    }
+}

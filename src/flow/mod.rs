@@ -1,0 +1,59 @@
+//! Flows on R^d built from scalar bijections: radial flows (direct and
+//! angle-dependent), coupling flows, and an element-wise scalar flow (the 1D case).
+//!
+//! All batch arrays are row-major, `n x dim`. Directions are named by their
+//! spaces: `x_from_z` samples, `z_from_x` evaluates densities. `log_det` is
+//! `log |det d(output)/d(input)|` of the direction computed.
+
+pub mod coupling;
+pub mod elementwise;
+pub mod mlp;
+pub mod radial;
+
+use crate::real::Real;
+pub use coupling::{CouplingFlow, CouplingSpec};
+pub use elementwise::ElementwiseFlow;
+pub use radial::{RadialConditioner, RadialFlow, RadialSpec};
+
+/// Gives, for one sample, the adjoints of its output point (written into the
+/// slice) and returns the adjoint of its `log_det`, given the point and `log_det`.
+pub type Adjoint<'a, T> = dyn Fn(usize, &[T], T, &mut [T]) -> T + Sync + 'a;
+
+/// What every flow offers the trainer, the CLI and the app.
+pub trait Flow<T: Real>: Send + Sync {
+    fn dim(&self) -> usize;
+    fn params(&self) -> &[T];
+    fn params_mut(&mut self) -> &mut [T];
+
+    /// Sampling direction on a batch.
+    fn x_from_z(&self, z: &[T], x: &mut [T], log_det: &mut [T]);
+    /// Density direction on a batch.
+    fn z_from_x(&self, x: &[T], z: &mut [T], log_det: &mut [T]);
+
+    /// `z_from_x` with reverse mode: `adjoint(i, z_i, log_det_i, z_bar_i)` gives
+    /// the adjoints of each output; parameter adjoints are added into `grad`.
+    fn z_from_x_grad(&self, x: &[T], adjoint: &Adjoint<T>, z: &mut [T], log_det: &mut [T], grad: &mut [T]);
+    /// `x_from_z` with reverse mode, as [`Flow::z_from_x_grad`].
+    fn x_from_z_grad(&self, z: &[T], adjoint: &Adjoint<T>, x: &mut [T], log_det: &mut [T], grad: &mut [T]);
+
+    fn n_params(&self) -> usize {
+        self.params().len()
+    }
+}
+
+/// GELU, tanh approximation (jax.nn.gelu's default, which bijx uses).
+#[inline]
+pub fn gelu<T: Real>(x: T) -> T {
+    let k = T::c((2.0 / std::f64::consts::PI).sqrt());
+    let t = (k * (x + T::c(0.044715) * x * x * x)).tanh();
+    T::c(0.5) * x * (T::one() + t)
+}
+
+/// Derivative of [`gelu`].
+#[inline]
+pub fn gelu_prime<T: Real>(x: T) -> T {
+    let k = T::c((2.0 / std::f64::consts::PI).sqrt());
+    let x2 = x * x;
+    let t = (k * (x + T::c(0.044715) * x2 * x)).tanh();
+    T::c(0.5) * (T::one() + t) + T::c(0.5) * x * (T::one() - t * t) * k * (T::one() + T::c(3.0 * 0.044715) * x2)
+}

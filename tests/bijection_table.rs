@@ -1,0 +1,342 @@
+//! One table of every bijection (all families, the baselines, stacks, radial,
+//! coupling, element-wise) and the same checks over all of it, in float64:
+//! round trip, log-det against a finite-difference Jacobian, gradients of every
+//! raw parameter against finite differences, monotonicity — with property-based
+//! parameters and points (proptest).
+
+use flowplay::bijection::{Family, Scalar, SplineShape, Stack};
+use flowplay::flow::{
+    CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, RadialConditioner, RadialFlow, RadialSpec,
+};
+use flowplay::rng::Rng;
+use proptest::prelude::*;
+
+/// Every scalar bijection: each family, a wide spline, uniform and mixed stacks.
+fn scalar_table() -> Vec<(&'static str, Stack)> {
+    vec![
+        ("cubic_rational", Stack::uniform(Family::CubicRational, 1)),
+        ("sinh", Stack::uniform(Family::Sinh, 1)),
+        ("cubic", Stack::uniform(Family::Cubic, 1)),
+        ("affine", Stack::uniform(Family::Affine, 1)),
+        ("spline", Stack::uniform(Family::Spline(SplineShape::default()), 1)),
+        ("spline-4-on-2", Stack::uniform(Family::Spline(SplineShape { bins: 4, bound: 2.0 }), 1)),
+        ("stack-8-cubic", Stack::uniform(Family::Cubic, 8)),
+        ("stack-8-cubic_rational", Stack::uniform(Family::CubicRational, 8)),
+        ("stack-8-sinh", Stack::uniform(Family::Sinh, 8)),
+        (
+            "mixed",
+            Stack::mixed(vec![
+                Family::CubicRational,
+                Family::Sinh,
+                Family::Cubic,
+                Family::Affine,
+                Family::Spline(SplineShape::default()),
+            ]),
+        ),
+    ]
+}
+
+/// Raw parameters spread well away from the identity init.
+fn random_raw(stack: &Stack, rng: &mut Rng, spread: f64) -> Vec<f64> {
+    stack
+        .default_raw(&mut || rng.normal())
+        .into_iter()
+        .map(|v| v + spread * rng.normal())
+        .collect()
+}
+
+/// Every flow of the project, with perturbed parameters.
+fn flow_table(seed: u64) -> Vec<(String, Box<dyn Flow<f64>>)> {
+    let mut rng = Rng::seeded(seed);
+    let mut out: Vec<(String, Box<dyn Flow<f64>>)> = Vec::new();
+    for (name, stack) in scalar_table() {
+        for dim in [2, 3] {
+            let spec = RadialSpec {
+                dim,
+                stack: stack.clone(),
+                conditioner: RadialConditioner::Direct,
+            };
+            let mut f = RadialFlow::<f64>::init(spec, None, &mut rng).expect("valid");
+            perturb(f.params_mut(), &mut rng, 0.4);
+            out.push((format!("radial-{dim}d-{name}"), Box::new(f)));
+        }
+        let spec = RadialSpec {
+            dim: 2,
+            stack: stack.clone(),
+            conditioner: RadialConditioner::Fourier { order: 3 },
+        };
+        let mut f = RadialFlow::<f64>::init(spec, Some(&[0.3, -0.2]), &mut rng).expect("valid");
+        perturb(f.params_mut(), &mut rng, 0.3);
+        out.push((format!("radial-fourier-{name}"), Box::new(f)));
+        for dim in [2, 3] {
+            let spec = CouplingSpec {
+                dim,
+                layers: 3,
+                width: 6,
+                depth: 2,
+                stack: stack.clone(),
+            };
+            let mut f = CouplingFlow::<f64>::init(spec, &mut rng).expect("valid");
+            // Moderate, and less for deep stacks: compounded layers reach log-dets of
+            // -15 and beyond, where finite differences cannot serve as a reference.
+            let spread = 0.1 * (3.0 / stack.n_raw() as f64).sqrt().min(1.0);
+            perturb(f.params_mut(), &mut rng, spread);
+            out.push((format!("coupling-{dim}d-{name}"), Box::new(f)));
+        }
+        let mut f = ElementwiseFlow::<f64>::init(2, stack.clone(), &mut rng).expect("valid");
+        perturb(f.params_mut(), &mut rng, 0.4);
+        out.push((format!("elementwise-{name}"), Box::new(f)));
+    }
+    out
+}
+
+fn perturb(p: &mut [f64], rng: &mut Rng, spread: f64) {
+    for v in p {
+        *v += spread * rng.normal();
+    }
+}
+
+fn close(a: f64, b: f64, rel: f64, abs: f64) -> bool {
+    (a - b).abs() <= abs + rel * a.abs().max(b.abs())
+}
+
+fn log_abs_det(m: &mut [f64], d: usize) -> f64 {
+    let mut ld = 0.0;
+    for c in 0..d {
+        let p = (c..d)
+            .max_by(|&i, &j| m[i * d + c].abs().total_cmp(&m[j * d + c].abs()))
+            .unwrap_or(c);
+        for k in 0..d {
+            m.swap(c * d + k, p * d + k);
+        }
+        let piv = m[c * d + c];
+        ld += piv.abs().ln();
+        for i in c + 1..d {
+            let f = m[i * d + c] / piv;
+            for k in c..d {
+                m[i * d + k] -= f * m[c * d + k];
+            }
+        }
+    }
+    ld
+}
+
+/// Runs one direction of a flow on one point.
+fn apply(flow: &dyn Flow<f64>, sampling: bool, p: &[f64]) -> (Vec<f64>, f64) {
+    let mut out = vec![0.0; p.len()];
+    let mut ld = [0.0];
+    if sampling {
+        flow.x_from_z(p, &mut out, &mut ld);
+    } else {
+        flow.z_from_x(p, &mut out, &mut ld);
+    }
+    (out, ld[0])
+}
+
+/// Loss sum_i a_i . out_i + b_i ld_i and its parameter gradient.
+fn weighted(flow: &dyn Flow<f64>, sampling: bool, pts: &[f64], a: &[f64], b: &[f64]) -> (f64, Vec<f64>) {
+    let d = flow.dim();
+    let n = pts.len() / d;
+    let mut out = vec![0.0; pts.len()];
+    let mut ld = vec![0.0; n];
+    let mut grad = vec![0.0; flow.n_params()];
+    let adjoint = |i: usize, _p: &[f64], _l: f64, bar: &mut [f64]| {
+        bar.copy_from_slice(&a[i * d..(i + 1) * d]);
+        b[i]
+    };
+    if sampling {
+        flow.x_from_z_grad(pts, &adjoint, &mut out, &mut ld, &mut grad);
+    } else {
+        flow.z_from_x_grad(pts, &adjoint, &mut out, &mut ld, &mut grad);
+    }
+    let loss = out.iter().zip(a).map(|(o, w)| o * w).sum::<f64>() + ld.iter().zip(b).map(|(l, w)| l * w).sum::<f64>();
+    (loss, grad)
+}
+
+fn check_flow(name: &str, flow: &mut Box<dyn Flow<f64>>, rng: &mut Rng) -> Result<(), TestCaseError> {
+    let d = flow.dim();
+    let n = 3;
+    let pts: Vec<f64> = (0..n * d).map(|_| 1.5 * rng.normal()).collect();
+    for sampling in [true, false] {
+        let dir = if sampling { "x_from_z" } else { "z_from_x" };
+        for i in 0..n {
+            let p = &pts[i * d..(i + 1) * d];
+            // Round trip.
+            let (q, ld) = apply(flow.as_ref(), sampling, p);
+            let (back, ld_back) = apply(flow.as_ref(), !sampling, &q);
+            for j in 0..d {
+                prop_assert!(close(back[j], p[j], 1e-7, 1e-7), "{name} {dir}: round trip {back:?} vs {p:?}");
+            }
+            prop_assert!(close(ld, -ld_back, 1e-7, 1e-7), "{name} {dir}: log-dets {ld} vs {ld_back}");
+            // Log-det against a finite-difference Jacobian, taken in whichever
+            // direction expands (a contracting map's determinant is a small
+            // difference of O(1) entries, which finite differences cannot resolve).
+            let (fd_sampling, fd_point, sign) = if ld >= 0.0 { (sampling, p, 1.0) } else { (!sampling, &q[..], -1.0) };
+            let h = 1e-6;
+            let mut jac = vec![0.0; d * d];
+            for k in 0..d {
+                let mut pp = fd_point.to_vec();
+                let mut pm = fd_point.to_vec();
+                pp[k] += h;
+                pm[k] -= h;
+                let (qp, _) = apply(flow.as_ref(), fd_sampling, &pp);
+                let (qm, _) = apply(flow.as_ref(), fd_sampling, &pm);
+                for r in 0..d {
+                    jac[r * d + k] = (qp[r] - qm[r]) / (2.0 * h);
+                }
+            }
+            let fd = sign * log_abs_det(&mut jac, d);
+            prop_assert!(close(ld, fd, 1e-5, 1e-6), "{name} {dir}: log_det {ld} vs finite differences {fd} at {p:?}");
+        }
+        // Gradients of every parameter against finite differences.
+        let a: Vec<f64> = (0..n * d).map(|_| rng.normal()).collect();
+        let b: Vec<f64> = (0..n).map(|_| rng.normal()).collect();
+        let (_, grad) = weighted(flow.as_ref(), sampling, &pts, &a, &b);
+        let params = flow.params().to_vec();
+        let h = 1e-6;
+        for k in 0..params.len() {
+            flow.params_mut()[k] = params[k] + h;
+            let (lp, _) = weighted(flow.as_ref(), sampling, &pts, &a, &b);
+            flow.params_mut()[k] = params[k] - h;
+            let (lm, _) = weighted(flow.as_ref(), sampling, &pts, &a, &b);
+            flow.params_mut()[k] = params[k];
+            let fd = (lp - lm) / (2.0 * h);
+            if !close(grad[k], fd, 1e-4, 1e-6) {
+                // A step across a spline knot (where f'' jumps) spoils one step
+                // size; the gradient must then match at another.
+                let h2 = 1e-8;
+                flow.params_mut()[k] = params[k] + h2;
+                let (lp, _) = weighted(flow.as_ref(), sampling, &pts, &a, &b);
+                flow.params_mut()[k] = params[k] - h2;
+                let (lm, _) = weighted(flow.as_ref(), sampling, &pts, &a, &b);
+                flow.params_mut()[k] = params[k];
+                let fd2 = (lp - lm) / (2.0 * h2);
+                prop_assert!(close(grad[k], fd2, 1e-4, 1e-6), "{name} {dir}: d/dparam[{k}] {} vs finite differences {fd} (h = 1e-6), {fd2} (h = 1e-8)", grad[k]);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// d f / d raw and d log f' / d raw of a stack at x against finite differences.
+fn check_raw_partials(name: &str, stack: &Stack, raw: &[f64], x: f64) -> Result<(), TestCaseError> {
+    let mut built = Vec::new();
+    stack.build(raw, &mut built);
+    let mut trace = vec![0.0; stack.len()];
+    Stack::x_from_z_trace(&built, x, &mut trace);
+    for (x_bar, ld_bar) in [(1.0, 0.0), (0.0, 1.0)] {
+        let mut grad = vec![0.0; raw.len()];
+        stack.x_from_z_backward(&built, &trace, x_bar, ld_bar, &mut grad);
+        for k in 0..raw.len() {
+            let eval = |delta: f64| {
+                let mut r = raw.to_vec();
+                r[k] += delta;
+                let mut b = Vec::new();
+                stack.build(&r, &mut b);
+                let (y, l) = Stack::x_from_z(&b, x);
+                x_bar * y + ld_bar * l
+            };
+            let h = 1e-6;
+            let fd = (eval(h) - eval(-h)) / (2.0 * h);
+            prop_assert!(close(grad[k], fd, 1e-5, 1e-7), "{name}: d({x_bar} f + {ld_bar} log f')/d raw[{k}] at {x}: {} vs {fd}", grad[k]);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, .. ProptestConfig::default() })]
+
+    #[test]
+    fn every_flow_round_trips_and_has_exact_log_det_and_gradients(seed in any::<u64>()) {
+        let mut rng = Rng::seeded(seed ^ 0x5eed);
+        for (name, mut flow) in flow_table(seed) {
+            check_flow(&name, &mut flow, &mut rng)?;
+        }
+    }
+
+    #[test]
+    fn every_scalar_bijection_is_monotone_with_exact_derivatives(seed in any::<u64>(), spread in 0.0f64..1.5) {
+        let mut rng = Rng::seeded(seed);
+        for (name, stack) in scalar_table() {
+            let raw = random_raw(&stack, &mut rng, spread);
+            let mut built = Vec::new();
+            stack.build(&raw, &mut built);
+            let mut prev = f64::NEG_INFINITY;
+            for i in 0..200 {
+                let x = -12.0 + 24.0 * (i as f64) / 199.0;
+                let (y, logd) = Stack::x_from_z(&built, x);
+                prop_assert!(y > prev, "{name}: not increasing at {x}");
+                prev = y;
+                let h = 1e-6;
+                let fd = ((Stack::x_from_z(&built, x + h).0 - Stack::x_from_z(&built, x - h).0) / (2.0 * h)).ln();
+                prop_assert!(close(logd, fd, 1e-6, 1e-6), "{name}: log f' {logd} vs {fd} at {x}");
+                if i % 7 == 3 {
+                    check_raw_partials(name, &stack, &raw, x)?;
+                }
+                let (back, logd_back) = Stack::z_from_x(&built, y);
+                prop_assert!(close(back, x, 1e-9, 1e-9), "{name}: inverse {back} vs {x}");
+                prop_assert!(close(logd_back, logd, 1e-8, 1e-8));
+            }
+        }
+    }
+}
+
+/// Float32: for every family over the ranges its transforms allow, the inverse
+/// is finite and round-trips for |x| up to 1e6 (bijx's Cardano form fails this).
+#[test]
+fn float32_inverse_is_finite_and_round_trips_up_to_1e6() {
+    let mut rng = Rng::seeded(7);
+    let mut points: Vec<f32> = vec![0.0, 1e-6, -1e-6, 0.3, -2.0];
+    for e in -3..=6 {
+        for m in [1.0f32, 3.0, 7.0] {
+            let v = m * 10f32.powi(e);
+            if v <= 1e6 {
+                points.push(v);
+                points.push(-v);
+            }
+        }
+    }
+    let mut checked = 0;
+    for family in [Family::CubicRational, Family::Sinh, Family::Cubic] {
+        for trial in 0..400 {
+            // Raw values from moderate to extreme: the transforms map all of R
+            // into the allowed ranges, and extreme raw values reach their edges.
+            let spread = [1.0, 4.0, 12.0][trial % 3];
+            let mut raw: Vec<f64> = (0..family.n_raw()).map(|_| spread * rng.normal()).collect();
+            // The location parameter stays in a sensible window.
+            let loc = match family {
+                Family::CubicRational => 2,
+                Family::Sinh => 2,
+                _ => 3,
+            };
+            raw[loc] = 3.0 * rng.normal();
+            let raw32: Vec<f32> = raw.iter().map(|&v| v as f32).collect();
+            let layer32 = Scalar::<f32>::from_raw(family, &raw32);
+            let layer64 = Scalar::<f64>::from_raw(family, &raw32.iter().map(|&v| v as f64).collect::<Vec<_>>());
+            for &y in &points {
+                let (x, ld) = layer32.z_from_x(y);
+                assert!(x.is_finite() && ld.is_finite(), "{family:?} raw {raw32:?}: inverse of {y} is {x}, log f' {ld}");
+                let (x64, _) = layer64.z_from_x(y as f64);
+                // The error of x is at the conditioning limit: a few float32 ulps of y
+                // pulled back through f', plus ulps of x itself.
+                let slope = layer64.x_from_z(x64).1.exp();
+                let c = layer64.constrained()[loc].abs();
+                let tol = 16.0 * f32::EPSILON as f64 * ((y.abs() as f64 + c) / slope + c + x64.abs() + 1.0);
+                assert!(((x as f64) - x64).abs() <= tol, "{family:?} raw {raw32:?}: f32 inverse of {y} = {x}, f64 {x64}");
+                // f32 both ways: the forward map's own rounding (e.g. the
+                // cancellation inside sinh's e^nu sinh(a) + beta) bounds this.
+                let (y_back, _) = layer32.x_from_z(x);
+                // Its error is a few ulps of the input scale (|x|, |c| and sinh's
+                // width s) times the slope.
+                let params = layer64.constrained();
+                let width = if family == Family::Sinh { params[0] } else { 1.0 };
+                let scale = (x.abs() as f64 + params[loc].abs() + width) as f32;
+                let tol_y = 2e-5 * (1.0 + y.abs()) + 16.0 * f32::EPSILON * slope as f32 * scale;
+                assert!(y_back.is_finite() && (y_back - y).abs() <= tol_y, "{family:?} raw {raw32:?}: round trip {y} -> {x} -> {y_back}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 3 * 400 * 50);
+}
