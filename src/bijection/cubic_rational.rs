@@ -44,6 +44,19 @@ impl<T: Real> CubicRational<T> {
         }
     }
 
+    /// The map with the given constrained values, bypassing the raw transform
+    /// (bijx's "no transforms"; beta may then be below the transform's 0.1).
+    /// Raw-parameter derivatives of such a layer are those of alpha and beta.
+    pub fn from_constrained(alpha: T, beta: T, c: T) -> Self {
+        Self {
+            alpha,
+            beta,
+            c,
+            dalpha_draw: T::one(),
+            dbeta_draw: T::one(),
+        }
+    }
+
     /// Constrained (alpha, beta, c) -> raw; the caller has checked the bounds.
     pub fn raw_from_constrained(values: &[f64]) -> Vec<f64> {
         let p = (values[0] - ALPHA_LOW) / (ALPHA_HIGH - ALPHA_LOW);

@@ -300,6 +300,22 @@ impl<T: Real> RadialFlow<T> {
         ld
     }
 
+    /// The sampling direction of one point with the given per-direction stack
+    /// layers (`built`): the ray geometry alone, for a conditioner of one's own.
+    pub fn x_from_z_with_layers(&self, built: &[Scalar<T>], z: &[T], x: &mut [T]) -> T {
+        let d = self.spec.dim;
+        let (c, sigma) = (self.center(), self.log_scale());
+        let scaled: Vec<T> = (0..d).map(|j| sigma[j].exp() * (z[j] - c[j])).collect();
+        let r = (scaled.iter().map(|&v| v * v).sum::<T>() + T::c(EPS * EPS)).sqrt();
+        let (f0, _) = Stack::x_from_z(built, T::zero());
+        let (f_r, logd) = Stack::x_from_z(built, r);
+        let ratio = (f_r - f0) / r;
+        for j in 0..d {
+            x[j] = c[j] + (-sigma[j]).exp() * ratio * scaled[j];
+        }
+        logd + T::c((d - 1) as f64) * ratio.ln()
+    }
+
     /// One sample of the sampling direction, with optional reverse mode.
     fn x_from_z_one(
         &self,
