@@ -11,3 +11,8 @@ pub mod bijection;
 pub mod real;
 pub mod flow;
 pub mod rng;
+pub mod target;
+pub mod train;
+pub mod model_file;
+pub mod parallel;
+pub mod cli;

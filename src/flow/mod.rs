@@ -8,11 +8,13 @@
 pub mod coupling;
 pub mod elementwise;
 pub mod mlp;
+pub mod model;
 pub mod radial;
 
 use crate::real::Real;
 pub use coupling::{CouplingFlow, CouplingSpec};
 pub use elementwise::ElementwiseFlow;
+pub use model::{FlowConfig, FlowKind, FlowModel};
 pub use radial::{RadialConditioner, RadialFlow, RadialSpec};
 
 /// Gives, for one sample, the adjoints of its output point (written into the

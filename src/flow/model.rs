@@ -1,0 +1,164 @@
+//! A trained or trainable model: any of the project's flows behind one type,
+//! and the architecture choices that build one.
+
+use super::{
+    CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, RadialConditioner, RadialFlow, RadialSpec,
+};
+use crate::bijection::{Family, Stack};
+use crate::real::Real;
+use crate::rng::Rng;
+
+/// The architectures offered by the CLI and the app.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FlowKind {
+    /// Radial flow with one scalar stack for every direction.
+    Radial,
+    /// Angle-dependent radial flow (Fourier conditioner, 2D).
+    RadialFourier,
+    /// Coupling flow with checker masks and a ResNet conditioner.
+    Coupling,
+    /// One stack on every coordinate (the 1D flow).
+    Elementwise,
+}
+
+impl FlowKind {
+    pub const ALL: [FlowKind; 4] = [
+        FlowKind::Radial,
+        FlowKind::RadialFourier,
+        FlowKind::Coupling,
+        FlowKind::Elementwise,
+    ];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            FlowKind::Radial => "radial",
+            FlowKind::RadialFourier => "radial-fourier",
+            FlowKind::Coupling => "coupling",
+            FlowKind::Elementwise => "elementwise",
+        }
+    }
+
+    pub fn parse(name: &str) -> Result<FlowKind, String> {
+        FlowKind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| {
+                format!("unknown flow '{name}' (expected one of: radial, radial-fourier, coupling, elementwise)")
+            })
+    }
+}
+
+/// Architecture and initialization choices.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowConfig {
+    pub kind: FlowKind,
+    pub family: Family,
+    /// Copies of the family in each scalar stack.
+    pub stack: usize,
+    /// Coupling layers, conditioner width and residual depth.
+    pub layers: usize,
+    pub width: usize,
+    pub depth: usize,
+    /// Fourier order of the angle-dependent radial flow.
+    pub fourier_order: usize,
+    /// Radial centre (N(0, 1) when absent).
+    pub center: Option<Vec<f64>>,
+}
+
+impl FlowConfig {
+    /// The paper's defaults for each architecture: radial flows use a 64-stack,
+    /// coupling flows one scalar layer per element, 8 layers of width 128.
+    pub fn defaults(kind: FlowKind) -> Self {
+        Self {
+            kind,
+            family: Family::Cubic,
+            stack: if kind == FlowKind::Coupling { 1 } else { 64 },
+            layers: 8,
+            width: 128,
+            depth: 2,
+            fourier_order: 3,
+            center: None,
+        }
+    }
+
+    /// Builds and initializes the flow for data of dimension `dim`.
+    pub fn build<T: Real>(&self, dim: usize, rng: &mut Rng) -> Result<FlowModel<T>, String> {
+        if self.stack == 0 {
+            return Err("the stack needs at least one layer".into());
+        }
+        let stack = Stack::uniform(self.family, self.stack);
+        Ok(match self.kind {
+            FlowKind::Radial | FlowKind::RadialFourier => {
+                let conditioner = if self.kind == FlowKind::Radial {
+                    RadialConditioner::Direct
+                } else {
+                    RadialConditioner::Fourier {
+                        order: self.fourier_order,
+                    }
+                };
+                let spec = RadialSpec {
+                    dim,
+                    stack,
+                    conditioner,
+                };
+                FlowModel::Radial(RadialFlow::init(spec, self.center.as_deref(), rng)?)
+            }
+            FlowKind::Coupling => {
+                let spec = CouplingSpec {
+                    dim,
+                    layers: self.layers,
+                    width: self.width,
+                    depth: self.depth,
+                    stack,
+                };
+                FlowModel::Coupling(CouplingFlow::init(spec, rng)?)
+            }
+            FlowKind::Elementwise => FlowModel::Elementwise(ElementwiseFlow::init(dim, stack, rng)?),
+        })
+    }
+}
+
+/// Any flow of the project.
+#[derive(Clone, Debug)]
+pub enum FlowModel<T> {
+    Radial(RadialFlow<T>),
+    Coupling(CouplingFlow<T>),
+    Elementwise(ElementwiseFlow<T>),
+}
+
+impl<T: Real> FlowModel<T> {
+    pub fn as_flow(&self) -> &dyn Flow<T> {
+        match self {
+            FlowModel::Radial(f) => f,
+            FlowModel::Coupling(f) => f,
+            FlowModel::Elementwise(f) => f,
+        }
+    }
+
+    pub fn as_flow_mut(&mut self) -> &mut dyn Flow<T> {
+        match self {
+            FlowModel::Radial(f) => f,
+            FlowModel::Coupling(f) => f,
+            FlowModel::Elementwise(f) => f,
+        }
+    }
+
+    /// The same model in another precision.
+    pub fn cast<U: Real>(&self) -> FlowModel<U> {
+        let conv = |p: &[T]| -> Vec<U> { p.iter().map(|v| U::from_f64(v.to_f64())).collect() };
+        let unreachable = |e: String| -> ! { unreachable!("same structure, same parameter count: {e}") };
+        match self {
+            FlowModel::Radial(f) => FlowModel::Radial(
+                RadialFlow::from_params(f.spec.clone(), conv(f.params())).unwrap_or_else(|e| unreachable(e)),
+            ),
+            FlowModel::Coupling(f) => FlowModel::Coupling(
+                CouplingFlow::from_params(f.spec.clone(), conv(f.params())).unwrap_or_else(|e| unreachable(e)),
+            ),
+            FlowModel::Elementwise(f) => FlowModel::Elementwise(
+                ElementwiseFlow::from_params(f.dim, f.stack.clone(), conv(f.params()))
+                    .unwrap_or_else(|e| unreachable(e)),
+            ),
+        }
+    }
+}

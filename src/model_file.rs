@@ -1,0 +1,327 @@
+//! The JSON model format, read by `flowplay eval` and written by `flowplay train`
+//! (and the app's export). Parameters are named as in math.md; saved models also
+//! carry their raw values, which take precedence on reading so a reload is exact.
+//!
+//! ```json
+//! {"type": "scalar", "family": "cubic_rational", "params": {"alpha": 2.0, "beta": 1.0, "c": 0.0}}
+//! {"type": "stack", "layers": [ ...scalar models... ]}
+//! {"type": "radial", "center": [0.5, -0.25], "log_scale": [0.2, -0.1], "bijection": { ...scalar or stack... }}
+//! {"type": "radial-fourier", "center": [..], "log_scale": [..], "order": 3,
+//!  "bijection": {"type": "stack", "family": "cubic", "copies": 64}, "weights": [[..7..], ...]}
+//! {"type": "coupling", "dim": 2, "layers": 8, "width": 128, "depth": 2,
+//!  "bijection": {"type": "scalar", "family": "cubic"}, "params": [...]}
+//! {"type": "elementwise", "dim": 1, "bijection": { ...scalar or stack... }}
+//! ```
+
+use crate::bijection::{Family, Scalar, SplineShape, Stack, spline};
+use crate::flow::{
+    CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, FlowModel, RadialConditioner, RadialFlow, RadialSpec,
+};
+use serde_json::{Map, Value, json};
+
+type Result<T> = std::result::Result<T, String>;
+
+fn field<'a>(v: &'a Value, key: &str, what: &str) -> Result<&'a Value> {
+    v.get(key).ok_or_else(|| format!("{what} is missing field '{key}'"))
+}
+
+fn number(v: &Value, what: &str) -> Result<f64> {
+    let x = v.as_f64().ok_or_else(|| format!("{what} must be a number"))?;
+    if !x.is_finite() {
+        return Err(format!("{what} is not finite"));
+    }
+    Ok(x)
+}
+
+fn numbers(v: &Value, what: &str) -> Result<Vec<f64>> {
+    let arr = v.as_array().ok_or_else(|| format!("{what} must be an array of numbers"))?;
+    arr.iter()
+        .enumerate()
+        .map(|(i, x)| number(x, &format!("{what}[{i}]")))
+        .collect()
+}
+
+fn count(v: &Value, key: &str, what: &str) -> Result<usize> {
+    let x = field(v, key, what)?;
+    x.as_u64()
+        .map(|n| n as usize)
+        .ok_or_else(|| format!("{what}: '{key}' must be a non-negative integer"))
+}
+
+fn family_of(v: &Value, what: &str) -> Result<Family> {
+    let name = field(v, "family", what)?
+        .as_str()
+        .ok_or_else(|| format!("{what}: 'family' must be a string"))?;
+    let family = Family::parse(name)?;
+    if let Family::Spline(_) = family {
+        let bins = match v.get("bins") {
+            Some(b) => b.as_u64().ok_or_else(|| format!("{what}: 'bins' must be an integer"))? as usize,
+            None => SplineShape::default().bins,
+        };
+        let bound = match v.get("bound") {
+            Some(b) => number(b, &format!("{what}: 'bound'"))?,
+            None => SplineShape::default().bound,
+        };
+        if !(2..=spline::MAX_BINS).contains(&bins) || bound <= 0.0 {
+            return Err(format!("{what}: a spline needs 2 to {} bins and a positive bound", spline::MAX_BINS));
+        }
+        return Ok(Family::Spline(SplineShape { bins, bound }));
+    }
+    Ok(family)
+}
+
+/// The layers of a scalar or stack description, with raw parameters when
+/// `with_params` (a template without parameters otherwise).
+fn parse_stack(v: &Value, with_params: bool, what: &str) -> Result<(Stack, Vec<f64>)> {
+    let kind = field(v, "type", what)?.as_str().unwrap_or("");
+    match kind {
+        "scalar" => {
+            let family = family_of(v, what)?;
+            let raw = if with_params { parse_scalar_raw(v, family, what)? } else { Vec::new() };
+            Ok((Stack::uniform(family, 1), raw))
+        }
+        "stack" => {
+            if let Some(copies) = v.get("copies") {
+                if with_params {
+                    return Err(format!("{what}: a stack given by 'copies' has no parameters; list its 'layers'"));
+                }
+                let n = copies.as_u64().ok_or_else(|| format!("{what}: 'copies' must be an integer"))? as usize;
+                if n == 0 {
+                    return Err(format!("{what}: a stack needs at least one layer"));
+                }
+                return Ok((Stack::uniform(family_of(v, what)?, n), Vec::new()));
+            }
+            let layers = field(v, "layers", what)?
+                .as_array()
+                .ok_or_else(|| format!("{what}: 'layers' must be an array"))?;
+            if layers.is_empty() {
+                return Err(format!("{what}: a stack needs at least one layer"));
+            }
+            let mut families = Vec::new();
+            let mut raw = Vec::new();
+            for (i, layer) in layers.iter().enumerate() {
+                let (s, r) = parse_stack(layer, with_params, &format!("{what} layer {i}"))?;
+                families.extend_from_slice(s.layers());
+                raw.extend(r);
+            }
+            Ok((Stack::mixed(families), raw))
+        }
+        other => Err(format!("{what}: expected type 'scalar' or 'stack', got '{other}'")),
+    }
+}
+
+fn parse_scalar_raw(v: &Value, family: Family, what: &str) -> Result<Vec<f64>> {
+    if let Some(raw) = v.get("raw") {
+        let raw = numbers(raw, &format!("{what}: 'raw'"))?;
+        if raw.len() != family.n_raw() {
+            return Err(format!(
+                "{what}: family '{}' has {} raw parameters, got {}",
+                family.name(),
+                family.n_raw(),
+                raw.len()
+            ));
+        }
+        return Ok(raw);
+    }
+    if let Family::Spline(_) = family {
+        return Err(format!("{what}: a spline is given by its 'raw' parameters"));
+    }
+    let params = field(v, "params", what)?
+        .as_object()
+        .ok_or_else(|| format!("{what}: 'params' must be an object"))?;
+    for key in params.keys() {
+        if !family.params().iter().any(|p| p.name == key) {
+            let names: Vec<&str> = family.params().iter().map(|p| p.name).collect();
+            return Err(format!(
+                "{what}: family '{}' has no parameter '{key}' (its parameters: {})",
+                family.name(),
+                names.join(", ")
+            ));
+        }
+    }
+    let mut values = Vec::new();
+    for spec in family.params() {
+        let x = params
+            .get(spec.name)
+            .ok_or_else(|| format!("{what}: family '{}' needs parameter '{}'", family.name(), spec.name))?;
+        values.push(number(x, &format!("{what}: parameter '{}'", spec.name))?);
+    }
+    family.raw_from_constrained(&values)
+}
+
+/// Reads a model. `dim` is the data dimension, used by scalar and stack models
+/// (applied to every coordinate).
+pub fn model_from_json(v: &Value, dim: Option<usize>) -> Result<FlowModel<f64>> {
+    let what = "model";
+    let kind = field(v, "type", what)?
+        .as_str()
+        .ok_or_else(|| "model: 'type' must be a string".to_string())?;
+    match kind {
+        "scalar" | "stack" => {
+            let (stack, raw) = parse_stack(v, true, what)?;
+            Ok(FlowModel::Elementwise(ElementwiseFlow::from_params(dim.unwrap_or(1), stack, raw)?))
+        }
+        "elementwise" => {
+            let d = count(v, "dim", what)?;
+            let (stack, raw) = parse_stack(field(v, "bijection", what)?, true, "model bijection")?;
+            Ok(FlowModel::Elementwise(ElementwiseFlow::from_params(d, stack, raw)?))
+        }
+        "radial" | "radial-fourier" => {
+            let center = numbers(field(v, "center", what)?, "model: 'center'")?;
+            let log_scale = numbers(field(v, "log_scale", what)?, "model: 'log_scale'")?;
+            if center.len() != log_scale.len() || center.is_empty() {
+                return Err("model: 'center' and 'log_scale' must have the same, non-zero length".into());
+            }
+            let fourier = kind == "radial-fourier";
+            let (stack, raw) = parse_stack(field(v, "bijection", what)?, !fourier, "model bijection")?;
+            let mut params = center.clone();
+            params.extend(log_scale);
+            let conditioner = if fourier {
+                let order = count(v, "order", what)?;
+                let rows = field(v, "weights", what)?
+                    .as_array()
+                    .ok_or_else(|| "model: 'weights' must be an array of rows".to_string())?;
+                if rows.len() != stack.n_raw() {
+                    return Err(format!(
+                        "model: 'weights' needs one row per raw parameter of the stack ({}), got {}",
+                        stack.n_raw(),
+                        rows.len()
+                    ));
+                }
+                for (i, row) in rows.iter().enumerate() {
+                    let r = numbers(row, &format!("model: 'weights'[{i}]"))?;
+                    if r.len() != 2 * order + 1 {
+                        return Err(format!("model: 'weights'[{i}] needs {} entries (2 order + 1)", 2 * order + 1));
+                    }
+                    params.extend(r);
+                }
+                RadialConditioner::Fourier { order }
+            } else {
+                params.extend(raw);
+                RadialConditioner::Direct
+            };
+            let spec = RadialSpec {
+                dim: center.len(),
+                stack,
+                conditioner,
+            };
+            Ok(FlowModel::Radial(RadialFlow::from_params(spec, params)?))
+        }
+        "coupling" => {
+            let (stack, _) = parse_stack(field(v, "bijection", what)?, false, "model bijection")?;
+            let spec = CouplingSpec {
+                dim: count(v, "dim", what)?,
+                layers: count(v, "layers", what)?,
+                width: count(v, "width", what)?,
+                depth: count(v, "depth", what)?,
+                stack,
+            };
+            let params = numbers(field(v, "params", what)?, "model: 'params'")?;
+            Ok(FlowModel::Coupling(CouplingFlow::from_params(spec, params)?))
+        }
+        other => Err(format!(
+            "model: unknown type '{other}' (expected scalar, stack, elementwise, radial, radial-fourier or coupling)"
+        )),
+    }
+}
+
+fn scalar_json(family: Family, raw: &[f64]) -> Value {
+    let mut obj = Map::new();
+    obj.insert("type".into(), json!("scalar"));
+    obj.insert("family".into(), json!(family.name()));
+    let layer = Scalar::<f64>::from_raw(family, raw);
+    match (&layer, family) {
+        (Scalar::Spline(s), Family::Spline(shape)) => {
+            obj.insert("bins".into(), json!(shape.bins));
+            obj.insert("bound".into(), json!(shape.bound));
+            let (x, y, d) = s.knots();
+            obj.insert("knots".into(), json!({"x": x, "y": y, "slopes": d}));
+        }
+        _ => {
+            let mut params = Map::new();
+            for (spec, value) in family.params().iter().zip(layer.constrained()) {
+                params.insert(spec.name.into(), json!(value));
+            }
+            obj.insert("params".into(), Value::Object(params));
+        }
+    }
+    obj.insert("raw".into(), json!(raw));
+    Value::Object(obj)
+}
+
+fn stack_json(stack: &Stack, raw: &[f64]) -> Value {
+    let layers: Vec<Value> = (0..stack.len())
+        .map(|k| scalar_json(stack.layers()[k], &raw[stack.layer_range(k)]))
+        .collect();
+    if layers.len() == 1 {
+        layers.into_iter().next().unwrap_or(Value::Null)
+    } else {
+        json!({"type": "stack", "layers": layers})
+    }
+}
+
+/// A parameter-free description of a stack's structure.
+fn template_json(stack: &Stack) -> Value {
+    let first = stack.layers()[0];
+    let family_json = |f: Family| -> Value {
+        match f {
+            Family::Spline(shape) => json!({"type": "scalar", "family": "spline", "bins": shape.bins, "bound": shape.bound}),
+            _ => json!({"type": "scalar", "family": f.name()}),
+        }
+    };
+    if stack.len() == 1 {
+        return family_json(first);
+    }
+    if stack.layers().iter().all(|&f| f == first) {
+        let mut v = family_json(first);
+        v["type"] = json!("stack");
+        v["copies"] = json!(stack.len());
+        return v;
+    }
+    json!({"type": "stack", "layers": stack.layers().iter().map(|&f| family_json(f)).collect::<Vec<_>>()})
+}
+
+/// Writes a model in the format [`model_from_json`] reads.
+pub fn model_to_json(model: &FlowModel<f64>) -> Value {
+    match model {
+        FlowModel::Elementwise(f) => json!({
+            "type": "elementwise",
+            "dim": f.dim,
+            "bijection": stack_json(&f.stack, f.params()),
+        }),
+        FlowModel::Radial(f) => {
+            let d = f.spec.dim;
+            let p = f.params();
+            let (center, log_scale, body) = (&p[..d], &p[d..2 * d], &p[2 * d..]);
+            match f.spec.conditioner {
+                RadialConditioner::Direct => json!({
+                    "type": "radial",
+                    "center": center,
+                    "log_scale": log_scale,
+                    "bijection": stack_json(&f.spec.stack, body),
+                }),
+                RadialConditioner::Fourier { order } => {
+                    let nf = 2 * order + 1;
+                    let rows: Vec<&[f64]> = body.chunks(nf).collect();
+                    json!({
+                        "type": "radial-fourier",
+                        "center": center,
+                        "log_scale": log_scale,
+                        "order": order,
+                        "bijection": template_json(&f.spec.stack),
+                        "weights": rows,
+                    })
+                }
+            }
+        }
+        FlowModel::Coupling(f) => json!({
+            "type": "coupling",
+            "dim": f.spec.dim,
+            "layers": f.spec.layers,
+            "width": f.spec.width,
+            "depth": f.spec.depth,
+            "bijection": template_json(&f.spec.stack),
+            "params": f.params(),
+        }),
+    }
+}

@@ -1,0 +1,92 @@
+//! An image as a 2D density (the "Face" idea of Neural Spline Flows): a
+//! grey-scale image, pixels drawn with probability proportional to their
+//! intensity and jittered within the pixel, placed on the plot square.
+
+use crate::rng::Rng;
+
+/// Half-width of the square the image's longer side spans.
+const EXTENT: f64 = 3.5;
+
+#[derive(Clone, Debug)]
+pub struct ImageDensity {
+    width: usize,
+    height: usize,
+    /// cumulative pixel probabilities, row-major from the top-left
+    cdf: Vec<f64>,
+    /// data-space size of one pixel
+    pixel: f64,
+}
+
+impl ImageDensity {
+    /// Decodes PNG or JPEG bytes. `invert` uses darkness instead of brightness
+    /// (for drawings in black on white).
+    pub fn from_bytes(bytes: &[u8], invert: bool) -> Result<Self, String> {
+        let img = image::load_from_memory(bytes).map_err(|e| format!("not a PNG or JPEG image: {e}"))?;
+        let grey = img.to_luma8();
+        let (w, h) = (grey.width() as usize, grey.height() as usize);
+        let weights: Vec<f64> = grey
+            .pixels()
+            .map(|p| {
+                let v = p.0[0] as f64 / 255.0;
+                if invert { 1.0 - v } else { v }
+            })
+            .collect();
+        Self::from_weights(w, h, &weights)
+    }
+
+    /// A density from non-negative pixel weights (row-major, top row first).
+    pub fn from_weights(width: usize, height: usize, weights: &[f64]) -> Result<Self, String> {
+        if width == 0 || height == 0 || weights.len() != width * height {
+            return Err("the image is empty".into());
+        }
+        if weights.iter().any(|w| !w.is_finite() || *w < 0.0) {
+            return Err("pixel weights must be finite and non-negative".into());
+        }
+        let total: f64 = weights.iter().sum();
+        if total <= 0.0 {
+            return Err("the image has no bright pixels: there is no mass to sample".into());
+        }
+        let mut acc = 0.0;
+        let cdf = weights
+            .iter()
+            .map(|w| {
+                acc += w / total;
+                acc
+            })
+            .collect();
+        Ok(Self {
+            width,
+            height,
+            cdf,
+            pixel: 2.0 * EXTENT / width.max(height) as f64,
+        })
+    }
+
+    fn origin(&self) -> (f64, f64) {
+        // top-left corner, centred on the origin
+        (-0.5 * self.width as f64 * self.pixel, 0.5 * self.height as f64 * self.pixel)
+    }
+
+    pub fn sample(&self, rng: &mut Rng) -> [f64; 2] {
+        let u = rng.uniform();
+        let idx = self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1);
+        let (col, row) = (idx % self.width, idx / self.width);
+        let (x0, y0) = self.origin();
+        [
+            x0 + (col as f64 + rng.uniform()) * self.pixel,
+            y0 - (row as f64 + rng.uniform()) * self.pixel,
+        ]
+    }
+
+    pub fn log_density(&self, x: &[f64]) -> f64 {
+        let (x0, y0) = self.origin();
+        let col = ((x[0] - x0) / self.pixel).floor();
+        let row = ((y0 - x[1]) / self.pixel).floor();
+        if col < 0.0 || row < 0.0 || col >= self.width as f64 || row >= self.height as f64 {
+            return f64::NEG_INFINITY;
+        }
+        let idx = row as usize * self.width + col as usize;
+        let p = self.cdf[idx] - if idx > 0 { self.cdf[idx - 1] } else { 0.0 };
+        (p / (self.pixel * self.pixel)).ln()
+    }
+}

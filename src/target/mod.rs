@@ -1,0 +1,205 @@
+//! What the flows learn: sample targets (forward KL), unnormalized densities
+//! (reverse KL), and images as densities (math.md section 5).
+
+pub mod energy;
+pub mod image;
+pub mod toy;
+
+pub use image::ImageDensity;
+
+use crate::rng::Rng;
+
+/// A target distribution.
+#[derive(Clone, Debug)]
+pub enum Target {
+    Moons,
+    EightGaussians,
+    Rings,
+    Circles,
+    Pinwheel,
+    TwoSpirals,
+    Checkerboard,
+    Swissroll,
+    Spiral,
+    Line,
+    Cos,
+    Annulus,
+    Image(ImageDensity),
+    /// bijx's 1D demo density (reverse KL)
+    Poly1d,
+    TwoMoonsEnergy,
+    CircularGmm,
+    RingMixture { rings: usize },
+}
+
+/// Whether a target is learned from samples or from its density.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TargetKind {
+    Samples,
+    Energy,
+}
+
+impl Target {
+    /// The names of every built-in target, as the CLI and the URL spell them.
+    pub const NAMES: [&'static str; 16] = [
+        "moons",
+        "8gaussians",
+        "rings",
+        "circles",
+        "pinwheel",
+        "2spirals",
+        "checkerboard",
+        "swissroll",
+        "spiral",
+        "line",
+        "cos",
+        "annulus",
+        "poly1d",
+        "twomoons-energy",
+        "circular-gmm",
+        "ring-mixture",
+    ];
+
+    /// A built-in target by name (images come from [`Target::Image`]).
+    pub fn parse(name: &str) -> Result<Target, String> {
+        Ok(match name {
+            "moons" => Target::Moons,
+            "8gaussians" => Target::EightGaussians,
+            "rings" => Target::Rings,
+            "circles" => Target::Circles,
+            "pinwheel" => Target::Pinwheel,
+            "2spirals" => Target::TwoSpirals,
+            "checkerboard" => Target::Checkerboard,
+            "swissroll" => Target::Swissroll,
+            "spiral" => Target::Spiral,
+            "line" => Target::Line,
+            "cos" => Target::Cos,
+            "annulus" => Target::Annulus,
+            "poly1d" => Target::Poly1d,
+            "twomoons-energy" => Target::TwoMoonsEnergy,
+            "circular-gmm" => Target::CircularGmm,
+            "ring-mixture" => Target::RingMixture { rings: 2 },
+            _ => {
+                return Err(format!(
+                    "unknown target '{name}' (expected one of: {}, or image:PATH)",
+                    Target::NAMES.join(", ")
+                ));
+            }
+        })
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Target::Moons => "moons",
+            Target::EightGaussians => "8gaussians",
+            Target::Rings => "rings",
+            Target::Circles => "circles",
+            Target::Pinwheel => "pinwheel",
+            Target::TwoSpirals => "2spirals",
+            Target::Checkerboard => "checkerboard",
+            Target::Swissroll => "swissroll",
+            Target::Spiral => "spiral",
+            Target::Line => "line",
+            Target::Cos => "cos",
+            Target::Annulus => "annulus",
+            Target::Image(_) => "image",
+            Target::Poly1d => "poly1d",
+            Target::TwoMoonsEnergy => "twomoons-energy",
+            Target::CircularGmm => "circular-gmm",
+            Target::RingMixture { .. } => "ring-mixture",
+        }
+    }
+
+    /// Where the target comes from, for labels.
+    pub fn source(&self) -> &'static str {
+        match self {
+            Target::Spiral | Target::Poly1d => "bijx demo",
+            Target::Line | Target::Cos => "FFJORD toy data (degenerate: no density)",
+            Target::Annulus => "radial-structure target",
+            Target::Image(_) => "image as density (Neural Spline Flows' idea)",
+            Target::TwoMoonsEnergy | Target::CircularGmm | Target::RingMixture { .. } => {
+                "normflows energy target"
+            }
+            _ => "FFJORD toy data",
+        }
+    }
+
+    pub fn dim(&self) -> usize {
+        if matches!(self, Target::Poly1d) { 1 } else { 2 }
+    }
+
+    pub fn kind(&self) -> TargetKind {
+        match self {
+            Target::Poly1d | Target::TwoMoonsEnergy | Target::CircularGmm | Target::RingMixture { .. } => {
+                TargetKind::Energy
+            }
+            _ => TargetKind::Samples,
+        }
+    }
+
+    /// `n` samples, row-major `n x dim`; `None` for energy targets.
+    pub fn sample(&self, n: usize, rng: &mut Rng) -> Option<Vec<f64>> {
+        let draw: fn(&mut Rng) -> [f64; 2] = match self {
+            Target::Moons => toy::moons,
+            Target::EightGaussians => toy::eight_gaussians,
+            Target::Rings => toy::rings,
+            Target::Circles => toy::circles,
+            Target::Pinwheel => toy::pinwheel,
+            Target::TwoSpirals => toy::two_spirals,
+            Target::Checkerboard => toy::checkerboard,
+            Target::Swissroll => toy::swissroll,
+            Target::Spiral => toy::spiral,
+            Target::Line => toy::line,
+            Target::Cos => toy::cos,
+            Target::Annulus => toy::annulus,
+            Target::Image(img) => {
+                return Some((0..n).flat_map(|_| img.sample(rng)).collect());
+            }
+            _ => return None,
+        };
+        Some((0..n).flat_map(|_| draw(rng)).collect())
+    }
+
+    /// The log-density at `x` where it is known: normalized for sample targets,
+    /// unnormalized for energy targets (see [`Target::log_z`]).
+    pub fn log_density(&self, x: &[f64]) -> Option<f64> {
+        match self {
+            Target::EightGaussians => Some(toy::eight_gaussians_log_density(x)),
+            Target::Rings => Some(toy::rings_log_density(x)),
+            Target::Circles => Some(toy::circles_log_density(x)),
+            Target::Checkerboard => Some(toy::checkerboard_log_density(x)),
+            Target::Spiral => Some(toy::spiral_log_density(x)),
+            Target::Annulus => Some(toy::annulus_log_density(x)),
+            Target::Image(img) => Some(img.log_density(x)),
+            _ => self.log_density_grad(x).map(|(v, _)| v),
+        }
+    }
+
+    /// Unnormalized log-density and its gradient (energy targets).
+    pub fn log_density_grad(&self, x: &[f64]) -> Option<(f64, [f64; 2])> {
+        match self {
+            Target::Poly1d => {
+                let (v, g) = energy::poly1d(x[0]);
+                Some((v, [g, 0.0]))
+            }
+            Target::TwoMoonsEnergy => Some(energy::two_moons(x)),
+            Target::CircularGmm => Some(energy::circular_gmm(x)),
+            Target::RingMixture { rings } => Some(energy::ring_mixture(x, *rings)),
+            _ => None,
+        }
+    }
+
+    /// log of the normalizing constant of an energy target, where known.
+    pub fn log_z(&self) -> Option<f64> {
+        match self {
+            Target::Poly1d => Some(energy::poly1d_log_z()),
+            Target::CircularGmm => Some(0.0),
+            _ => None,
+        }
+    }
+
+    /// Whether [`Target::log_density`] is available.
+    pub fn has_density(&self) -> bool {
+        self.log_density(&[0.5, 0.5][..self.dim()]).is_some()
+    }
+}

@@ -1,0 +1,263 @@
+//! The `Trainer` interface shared by the CPU and GPU backends, and the CPU trainer.
+
+use super::adam::Adam;
+use super::metrics::log_normal;
+use crate::flow::{Flow, FlowModel};
+use crate::real::Real;
+use crate::rng::Rng;
+use crate::target::{Target, TargetKind};
+
+/// Which divergence is minimized.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Loss {
+    /// From target samples: `-mean log q(x)`.
+    ForwardKl,
+    /// From the target's unnormalized density: `mean(log q(x) - log p~(x))`, x ~ q.
+    ReverseKl,
+}
+
+impl Loss {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Loss::ForwardKl => "forward-kl",
+            Loss::ReverseKl => "reverse-kl",
+        }
+    }
+
+    /// The loss a target allows.
+    pub fn for_target(target: &Target) -> Loss {
+        match target.kind() {
+            TargetKind::Samples => Loss::ForwardKl,
+            TargetKind::Energy => Loss::ReverseKl,
+        }
+    }
+}
+
+/// Why training stopped.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TrainError {
+    /// The loss or a gradient was NaN or infinite; the parameters were left as
+    /// they were before the step.
+    NonFinite { step: usize },
+}
+
+impl std::fmt::Display for TrainError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrainError::NonFinite { step } => write!(
+                f,
+                "training diverged at step {step}: the loss or its gradient is not finite (try a smaller learning rate); the last good parameters are kept"
+            ),
+        }
+    }
+}
+
+/// What every training backend offers.
+pub trait Trainer {
+    /// One optimizer step; returns the batch loss.
+    fn step(&mut self) -> Result<f64, TrainError>;
+    /// Steps applied so far.
+    fn steps_done(&self) -> usize;
+    /// The current model, in float64.
+    fn model(&self) -> FlowModel<f64>;
+    /// Replaces the parameters (e.g. edited by hand), keeping the optimizer state.
+    fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String>;
+    fn set_learning_rate(&mut self, lr: f64);
+    /// Human-readable backend, e.g. "CPU (2 threads, f32)".
+    fn backend(&self) -> String;
+}
+
+/// Everything a training run needs besides the model.
+#[derive(Clone, Debug)]
+pub struct TrainSettings {
+    pub batch: usize,
+    pub learning_rate: f64,
+    pub seed: u64,
+    pub loss: Loss,
+    /// Worker threads (1 in the browser).
+    pub threads: usize,
+}
+
+/// Threads the CPU trainer uses by default: all cores (none in the browser).
+pub fn default_threads() -> usize {
+    if cfg!(target_arch = "wasm32") {
+        1
+    } else {
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    }
+}
+
+/// Trains on the CPU in precision `T`, the batch split over threads.
+pub struct CpuTrainer<T: Real> {
+    model: FlowModel<T>,
+    target: Target,
+    settings: TrainSettings,
+    adam: Adam<T>,
+    rng: Rng,
+    steps: usize,
+}
+
+impl<T: Real> CpuTrainer<T> {
+    pub fn new(model: FlowModel<f64>, target: Target, settings: TrainSettings) -> Result<Self, String> {
+        if settings.batch == 0 {
+            return Err("batch size must be at least 1".into());
+        }
+        if !(settings.learning_rate.is_finite() && settings.learning_rate > 0.0) {
+            return Err(format!("learning rate must be positive, got {}", settings.learning_rate));
+        }
+        if model.as_flow().dim() != target.dim() {
+            return Err(format!(
+                "the flow is {}D but target '{}' is {}D",
+                model.as_flow().dim(),
+                target.name(),
+                target.dim()
+            ));
+        }
+        if settings.loss == Loss::ForwardKl && target.kind() != TargetKind::Samples {
+            return Err(format!("target '{}' has no sampler: train it by reverse KL", target.name()));
+        }
+        if settings.loss == Loss::ReverseKl && target.log_density_grad(&[0.1, 0.2][..target.dim()]).is_none() {
+            return Err(format!("target '{}' has no differentiable density: train it by forward KL", target.name()));
+        }
+        let n = model.as_flow().n_params();
+        Ok(Self {
+            model: model.cast(),
+            adam: Adam::new(n, settings.learning_rate),
+            rng: Rng::seeded(settings.seed ^ 0x7261_696e),
+            target,
+            settings,
+            steps: 0,
+        })
+    }
+
+    pub fn model_t(&self) -> &FlowModel<T> {
+        &self.model
+    }
+
+    /// Splits the batch over threads; each computes its part's loss sum and gradient.
+    fn loss_and_grad(&self, inputs: &[T]) -> (f64, Vec<T>) {
+        let flow = self.model.as_flow();
+        let d = flow.dim();
+        let n = inputs.len() / d;
+        let parts = crate::parallel::map_chunks(inputs, d, self.settings.threads, |chunk| {
+            part_loss_grad(flow, &self.target, self.settings.loss, chunk, n)
+        });
+        let mut grad = vec![T::zero(); flow.n_params()];
+        let mut loss = 0.0;
+        for (l, g) in parts {
+            loss += l;
+            for (a, b) in grad.iter_mut().zip(g) {
+                *a += b;
+            }
+        }
+        (loss, grad)
+    }
+}
+
+/// Loss sum (divided by the full batch size `n`) and gradient of one chunk.
+fn part_loss_grad<T: Real>(flow: &dyn Flow<T>, target: &Target, loss: Loss, inputs: &[T], n: usize) -> (f64, Vec<T>) {
+    let d = flow.dim();
+    let m = inputs.len() / d;
+    let inv_n = T::c(1.0 / n as f64);
+    let mut out = vec![T::zero(); inputs.len()];
+    let mut ld = vec![T::zero(); m];
+    let mut grad = vec![T::zero(); flow.n_params()];
+    match loss {
+        Loss::ForwardKl => {
+            // -log q = |z|^2/2 + const - ld
+            let adjoint = |_: usize, z: &[T], _: T, z_bar: &mut [T]| {
+                for (b, &v) in z_bar.iter_mut().zip(z) {
+                    *b = v * inv_n;
+                }
+                -inv_n
+            };
+            flow.z_from_x_grad(inputs, &adjoint, &mut out, &mut ld, &mut grad);
+            let mut total = 0.0;
+            let mut z64 = vec![0.0; d];
+            for i in 0..m {
+                for j in 0..d {
+                    z64[j] = out[i * d + j].to_f64();
+                }
+                total += -(log_normal(&z64) + ld[i].to_f64());
+            }
+            (total / n as f64, grad)
+        }
+        Loss::ReverseKl => {
+            // log q(x) - log p~(x) with x = x_from_z(z), log q = log N(z) - ld
+            let adjoint = |_: usize, x: &[T], _: T, x_bar: &mut [T]| {
+                let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+                match target.log_density_grad(&x64) {
+                    Some((_, g)) => {
+                        for (b, gj) in x_bar.iter_mut().zip(g) {
+                            *b = -T::c(gj) * inv_n;
+                        }
+                    }
+                    None => x_bar.iter_mut().for_each(|b| *b = T::c(f64::NAN)),
+                }
+                -inv_n
+            };
+            flow.x_from_z_grad(inputs, &adjoint, &mut out, &mut ld, &mut grad);
+            let mut total = 0.0;
+            for i in 0..m {
+                let z64: Vec<f64> = inputs[i * d..(i + 1) * d].iter().map(|v| v.to_f64()).collect();
+                let x64: Vec<f64> = out[i * d..(i + 1) * d].iter().map(|v| v.to_f64()).collect();
+                let lp = target.log_density_grad(&x64).map_or(f64::NAN, |(v, _)| v);
+                total += log_normal(&z64) - ld[i].to_f64() - lp;
+            }
+            (total / n as f64, grad)
+        }
+    }
+}
+
+impl<T: Real> Trainer for CpuTrainer<T> {
+    fn step(&mut self) -> Result<f64, TrainError> {
+        let d = self.target.dim();
+        let b = self.settings.batch;
+        let inputs: Vec<T> = match self.settings.loss {
+            Loss::ForwardKl => self
+                .target
+                .sample(b, &mut self.rng)
+                .unwrap_or_default()
+                .into_iter()
+                .map(T::c)
+                .collect(),
+            Loss::ReverseKl => (0..b * d).map(|_| T::c(self.rng.normal())).collect(),
+        };
+        let (loss, grad) = self.loss_and_grad(&inputs);
+        if !loss.is_finite() || grad.iter().any(|g| !g.is_finite()) {
+            return Err(TrainError::NonFinite { step: self.steps + 1 });
+        }
+        self.adam.update(self.model.as_flow_mut().params_mut(), &grad);
+        if self.model.as_flow().params().iter().any(|p| !p.is_finite()) {
+            return Err(TrainError::NonFinite { step: self.steps + 1 });
+        }
+        self.steps += 1;
+        Ok(loss)
+    }
+
+    fn steps_done(&self) -> usize {
+        self.steps
+    }
+
+    fn model(&self) -> FlowModel<f64> {
+        self.model.cast()
+    }
+
+    fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+        let new: FlowModel<T> = model.cast();
+        if new.as_flow().n_params() != self.model.as_flow().n_params() || new.as_flow().dim() != self.model.as_flow().dim() {
+            return Err("the new model has a different structure".into());
+        }
+        self.model = new;
+        Ok(())
+    }
+
+    fn set_learning_rate(&mut self, lr: f64) {
+        self.adam.learning_rate = lr;
+    }
+
+    fn backend(&self) -> String {
+        let precision = if T::IS_F32 { "f32" } else { "f64" };
+        format!("CPU ({} threads, {precision})", self.settings.threads)
+    }
+}
