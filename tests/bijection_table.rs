@@ -223,10 +223,10 @@ fn check_raw_partials(name: &str, stack: &Stack, raw: &[f64], x: f64) -> Result<
     let mut built = Vec::new();
     stack.build(raw, &mut built);
     let mut trace = vec![0.0; stack.len()];
-    Stack::x_from_z_trace(&built, x, &mut trace);
+    let (y, _) = Stack::x_from_z_trace(&built, x, &mut trace);
     for (x_bar, ld_bar) in [(1.0, 0.0), (0.0, 1.0)] {
         let mut grad = vec![0.0; raw.len()];
-        stack.x_from_z_backward(&built, &trace, x_bar, ld_bar, &mut grad);
+        stack.x_from_z_backward(&built, &trace, y, x_bar, ld_bar, &mut grad);
         for k in 0..raw.len() {
             let eval = |delta: f64| {
                 let mut r = raw.to_vec();

@@ -215,3 +215,25 @@ fn angle_dependent_radial_matches_bijx() {
         assert!(close(ld, num(&row["log_det_J"]), 1e-10));
     }
 }
+
+#[test]
+fn fast_cube_root_is_exact_to_an_ulp_or_two() {
+    use flowplay::real::Real;
+    let mut x = 1e-30f64;
+    while x < 1e30 {
+        for v in [x, -x, x * 1.37] {
+            let got = <f64 as Real>::cbrt(v);
+            assert!((got - v.cbrt()).abs() <= 4.0 * f64::EPSILON * v.cbrt().abs(), "cbrt({v}) = {got}");
+            let v32 = v as f32;
+            if v32.is_normal() {
+                let got32 = <f32 as Real>::cbrt(v32);
+                assert!((got32 - v32.cbrt()).abs() <= 4.0 * f32::EPSILON * v32.cbrt().abs(), "cbrt({v32}) = {got32}");
+            }
+        }
+        x *= 1.9;
+    }
+    assert_eq!(<f64 as Real>::cbrt(0.0), 0.0);
+    assert_eq!(<f64 as Real>::cbrt(-8.0), -2.0);
+    let tiny = 1e-310f64;
+    assert!((<f64 as Real>::cbrt(tiny) - tiny.cbrt()).abs() <= 4.0 * f64::EPSILON * tiny.cbrt());
+}

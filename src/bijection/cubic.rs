@@ -24,12 +24,15 @@ pub struct Cubic<T> {
     inv_arg: T,
 }
 
-/// `exp(2 tanh(raw / 2))` and its derivative.
+/// `(sqrt(v), v, dv/draw)` for `v = exp(2 tanh(raw / 2))`, with `tanh(raw/2)`
+/// from a single exponential.
 #[inline]
-fn bounded_scale<T: Real>(raw: T) -> (T, T) {
-    let th = (raw / T::c(2.0)).tanh();
-    let v = (T::c(2.0) * th).exp();
-    (v, v * (T::one() - th * th))
+fn bounded_scale<T: Real>(raw: T) -> (T, T, T) {
+    let e = (-raw.abs()).exp();
+    let th = raw.sign_nonneg() * (T::one() - e) / (T::one() + e);
+    let root = th.exp();
+    let v = root * root;
+    (root, v, v * (T::one() - th * th))
 }
 
 fn bounded_scale_inv(v: f64) -> f64 {
@@ -38,8 +41,9 @@ fn bounded_scale_inv(v: f64) -> f64 {
 
 impl<T: Real> Cubic<T> {
     pub fn from_raw(raw: &[T]) -> Self {
-        let (a, da_draw) = bounded_scale(raw[0]);
-        let (b, db_draw) = bounded_scale(raw[1]);
+        let (sa, a, da_draw) = bounded_scale(raw[0]);
+        let (sb, b, db_draw) = bounded_scale(raw[1]);
+        let sqrt3 = T::c(3f64.sqrt());
         Self {
             a,
             b,
@@ -47,8 +51,8 @@ impl<T: Real> Cubic<T> {
             c: raw[3],
             da_draw,
             db_draw,
-            inv_scale: T::c(2.0) * (a / (T::c(3.0) * b)).sqrt(),
-            inv_arg: T::c(1.5 * 3f64.sqrt()) * b.sqrt() / (a * a.sqrt()),
+            inv_scale: T::c(2.0) * sa / (sqrt3 * sb),
+            inv_arg: T::c(1.5) * sqrt3 * sb / (a * sa),
         }
     }
 
@@ -73,10 +77,30 @@ impl<T: Real> Cubic<T> {
         self.a + T::c(3.0) * self.b * v * v
     }
 
-    /// The hyperbolic closed form of `g^-1` (no overflow in float32).
+    /// The hyperbolic closed form `g^-1(w) = s sinh(asinh(k w) / 3)`, evaluated
+    /// without transcendentals: `h = sinh(asinh(t)/3)` solves `4h^3 + 3h = t`,
+    /// and with `q^3 = t + sqrt(t^2 + 1) = 1 + P`, `h = (q - 1)(q + 1) / (2q)`
+    /// where `q - 1 = P / (q^2 + q + 1)` (no cancellation for small t, no
+    /// overflow for large t).
     #[inline]
     fn g_inv(&self, w: T) -> T {
-        self.inv_scale * ((self.inv_arg * w).asinh() / T::c(3.0)).sinh()
+        let t = (self.inv_arg * w).abs();
+        let h = if t < T::c(1e15) {
+            let p = t + t * t / ((t * t + T::one()).sqrt() + T::one());
+            let q = (T::one() + p).cbrt();
+            let qm1 = p / (q * q + q + T::one());
+            qm1 * (q + T::one()) / (T::c(2.0) * q)
+        } else {
+            // sinh(asinh(t)/3) = (q - 1/q)/2 with q = cbrt(2t) to float precision
+            let q = (T::c(2.0) * t).cbrt();
+            T::c(0.5) * (q - T::one() / q)
+        };
+        self.inv_scale * w.sign_nonneg() * h
+    }
+
+    #[inline]
+    pub fn x_from_z_value(&self, x: T) -> T {
+        self.c + self.g_inv(self.g(x - self.c) + self.beta)
     }
 
     #[inline]
@@ -93,11 +117,12 @@ impl<T: Real> Cubic<T> {
         (self.c + u, (self.g_prime(u) / self.g_prime(v)).ln())
     }
 
+    /// Partials at `x`, given `y = f(x)` (so nothing is solved again).
     #[inline]
-    pub fn partials(&self, x: T, f_raw: &mut [T], logd_raw: &mut [T]) -> ScalarPartials<T> {
+    pub fn partials_at(&self, x: T, y: T, f_raw: &mut [T], logd_raw: &mut [T]) -> ScalarPartials<T> {
         let b = self.b;
         let u = x - self.c;
-        let v = self.g_inv(self.g(u) + self.beta);
+        let v = y - self.c;
         let gu = self.g_prime(u);
         let gv = self.g_prime(v);
         let inv_gv = T::one() / gv;

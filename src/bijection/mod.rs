@@ -27,6 +27,8 @@ pub use stack::Stack;
 
 /// Largest number of raw parameters of one scalar layer (spline with 16 bins).
 pub const MAX_LAYER_RAW: usize = 3 * spline::MAX_BINS - 1;
+/// Raw parameters of the analytic families and the affine map fit in this.
+const SMALL_RAW: usize = 5;
 
 /// A named constrained parameter and the open interval it must lie in.
 #[derive(Clone, Copy, Debug)]
@@ -228,6 +230,15 @@ impl<T: Real> Scalar<T> {
         }
     }
 
+    /// `f(z)` without its log-derivative.
+    #[inline]
+    pub fn x_from_z_value(&self, z: T) -> T {
+        match self {
+            Scalar::Cubic(b) => b.x_from_z_value(z),
+            _ => self.x_from_z(z).0,
+        }
+    }
+
     /// `(f^-1(x), log f'(f^-1(x)))`: the density direction. Note the sign: the
     /// second value is `log f'` at the output, so `log |dz/dx|` is its negative.
     #[inline]
@@ -241,14 +252,15 @@ impl<T: Real> Scalar<T> {
         }
     }
 
-    /// Partial derivatives at `t`; raw-parameter derivatives of `f` and `log f'`
-    /// go to `f_raw` and `logd_raw` (each `n_raw` long).
+    /// Partial derivatives at `t`, where `y = f(t)` is already known (the
+    /// families that can use it skip re-solving); raw-parameter derivatives of `f`
+    /// and `log f'` go to `f_raw` and `logd_raw` (each `n_raw` long).
     #[inline]
-    pub fn partials(&self, t: T, f_raw: &mut [T], logd_raw: &mut [T]) -> ScalarPartials<T> {
+    pub fn partials(&self, t: T, y: T, f_raw: &mut [T], logd_raw: &mut [T]) -> ScalarPartials<T> {
         match self {
             Scalar::CubicRational(b) => b.partials(t, f_raw, logd_raw),
             Scalar::Sinh(b) => b.partials(t, f_raw, logd_raw),
-            Scalar::Cubic(b) => b.partials(t, f_raw, logd_raw),
+            Scalar::Cubic(b) => b.partials_at(t, y, f_raw, logd_raw),
             Scalar::Affine(b) => b.partials(t, f_raw, logd_raw),
             Scalar::Spline(b) => b.partials(t, f_raw, logd_raw),
         }
@@ -258,11 +270,21 @@ impl<T: Real> Scalar<T> {
     /// `x` and `ld`, adds the raw-parameter adjoints to `raw_bar` and returns
     /// the adjoint of `z`.
     #[inline]
-    pub fn x_from_z_vjp(&self, z: T, x_bar: T, ld_bar: T, raw_bar: &mut [T]) -> T {
+    pub fn x_from_z_vjp(&self, z: T, x: T, x_bar: T, ld_bar: T, raw_bar: &mut [T]) -> T {
+        // Small scratch for the analytic families; the spline needs more.
+        if raw_bar.len() <= SMALL_RAW {
+            self.x_from_z_vjp_n::<SMALL_RAW>(z, x, x_bar, ld_bar, raw_bar)
+        } else {
+            self.x_from_z_vjp_n::<MAX_LAYER_RAW>(z, x, x_bar, ld_bar, raw_bar)
+        }
+    }
+
+    #[inline]
+    fn x_from_z_vjp_n<const N: usize>(&self, z: T, x: T, x_bar: T, ld_bar: T, raw_bar: &mut [T]) -> T {
         let n = raw_bar.len();
-        let mut f_raw = [T::zero(); MAX_LAYER_RAW];
-        let mut l_raw = [T::zero(); MAX_LAYER_RAW];
-        let p = self.partials(z, &mut f_raw[..n], &mut l_raw[..n]);
+        let mut f_raw = [T::zero(); N];
+        let mut l_raw = [T::zero(); N];
+        let p = self.partials(z, x, &mut f_raw[..n], &mut l_raw[..n]);
         for i in 0..n {
             raw_bar[i] += x_bar * f_raw[i] + ld_bar * l_raw[i];
         }
@@ -273,11 +295,20 @@ impl<T: Real> Scalar<T> {
     /// density direction), by implicit differentiation at the output `z`: given
     /// the adjoints of `z` and `ld`, adds raw adjoints and returns that of `x`.
     #[inline]
-    pub fn z_from_x_vjp(&self, z: T, z_bar: T, ld_bar: T, raw_bar: &mut [T]) -> T {
+    pub fn z_from_x_vjp(&self, z: T, x: T, z_bar: T, ld_bar: T, raw_bar: &mut [T]) -> T {
+        if raw_bar.len() <= SMALL_RAW {
+            self.z_from_x_vjp_n::<SMALL_RAW>(z, x, z_bar, ld_bar, raw_bar)
+        } else {
+            self.z_from_x_vjp_n::<MAX_LAYER_RAW>(z, x, z_bar, ld_bar, raw_bar)
+        }
+    }
+
+    #[inline]
+    fn z_from_x_vjp_n<const N: usize>(&self, z: T, x: T, z_bar: T, ld_bar: T, raw_bar: &mut [T]) -> T {
         let n = raw_bar.len();
-        let mut f_raw = [T::zero(); MAX_LAYER_RAW];
-        let mut l_raw = [T::zero(); MAX_LAYER_RAW];
-        let p = self.partials(z, &mut f_raw[..n], &mut l_raw[..n]);
+        let mut f_raw = [T::zero(); N];
+        let mut l_raw = [T::zero(); N];
+        let p = self.partials(z, x, &mut f_raw[..n], &mut l_raw[..n]);
         // dz/dx = 1/f', dz/dθ = -f_θ/f'; ld = -log f'(z(x, θ), θ).
         let g = z_bar - ld_bar * p.logd_x;
         let inv_fx = T::one() / p.f_x;

@@ -114,6 +114,17 @@ impl Stack {
         (x, ld)
     }
 
+    /// `f(z)` alone, recording each layer's input in `trace` (no log-derivative).
+    #[inline]
+    pub fn x_from_z_value_trace<T: Real>(built: &[Scalar<T>], z: T, trace: &mut [T]) -> T {
+        let mut x = z;
+        for (layer, t) in built.iter().zip(trace.iter_mut()) {
+            *t = x;
+            x = layer.x_from_z_value(x);
+        }
+        x
+    }
+
     /// As [`Stack::z_from_x`], recording each layer's input (forward sense) in `trace`.
     #[inline]
     pub fn z_from_x_trace<T: Real>(built: &[Scalar<T>], x: T, trace: &mut [T]) -> (T, T) {
@@ -128,38 +139,46 @@ impl Stack {
         (z, ld)
     }
 
-    /// Backward through `x_from_z`: adjoints of the output and of `sum log f'`;
-    /// adds raw adjoints into `raw_bar` (all layers) and returns the input adjoint.
+    /// Backward through `x_from_z`: given the trace, the stack's output `x`, and
+    /// the adjoints of `x` and of `sum log f'`, adds raw adjoints into `raw_bar`
+    /// (all layers) and returns the input adjoint.
     #[inline]
     pub fn x_from_z_backward<T: Real>(
         &self,
         built: &[Scalar<T>],
         trace: &[T],
+        x: T,
         x_bar: T,
         ld_bar: T,
         raw_bar: &mut [T],
     ) -> T {
         let mut bar = x_bar;
+        let mut out = x;
         for k in (0..built.len()).rev() {
-            bar = built[k].x_from_z_vjp(trace[k], bar, ld_bar, &mut raw_bar[self.layer_range(k)]);
+            bar = built[k].x_from_z_vjp(trace[k], out, bar, ld_bar, &mut raw_bar[self.layer_range(k)]);
+            out = trace[k];
         }
         bar
     }
 
-    /// Backward through `z_from_x` with density log-det `-sum log f'`: adjoints of
-    /// the output and of that log-det; adds raw adjoints, returns the input adjoint.
+    /// Backward through `z_from_x` with density log-det `-sum log f'`: given the
+    /// trace, the stack's input `x`, and the adjoints of the output and of that
+    /// log-det, adds raw adjoints and returns the input adjoint.
     #[inline]
     pub fn z_from_x_backward<T: Real>(
         &self,
         built: &[Scalar<T>],
         trace: &[T],
+        x: T,
         z_bar: T,
         ld_bar: T,
         raw_bar: &mut [T],
     ) -> T {
         let mut bar = z_bar;
-        for k in 0..built.len() {
-            bar = built[k].z_from_x_vjp(trace[k], bar, ld_bar, &mut raw_bar[self.layer_range(k)]);
+        let n = built.len();
+        for k in 0..n {
+            let out = if k + 1 < n { trace[k + 1] } else { x };
+            bar = built[k].z_from_x_vjp(trace[k], out, bar, ld_bar, &mut raw_bar[self.layer_range(k)]);
         }
         bar
     }

@@ -77,6 +77,9 @@ struct LayerCache<T> {
     raw: Array2<T>,
     /// stack traces, (n * n_active) x K
     traces: Vec<T>,
+    /// each active element's value on the x side of its stack (the output in
+    /// the sampling direction, the input in the density direction)
+    x_side: Vec<T>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -134,6 +137,7 @@ impl<T: Real> CouplingFlow<T> {
         let input = Array2::from_shape_fn((n, passive.len()), |(i, j)| cur[i * d + passive[j]]);
         let (raw, mlp) = self.spec.mlp(l).forward(self.layer_params(l), input);
         let mut traces = vec![T::zero(); n * active.len() * k];
+        let mut x_side = vec![T::zero(); n * active.len()];
         let mut built = Vec::with_capacity(k);
         let raw_flat = raw.as_slice().unwrap_or_else(|| unreachable!("standard layout"));
         for i in 0..n {
@@ -147,10 +151,16 @@ impl<T: Real> CouplingFlow<T> {
                     Direction::ZFromX => Stack::z_from_x_trace(&built, v, trace),
                 };
                 cur[i * d + idx] = out;
+                x_side[e] = if dir == Direction::XFromZ { out } else { v };
                 log_det[i] += if dir == Direction::XFromZ { logd } else { -logd };
             }
         }
-        LayerCache { mlp, raw, traces }
+        LayerCache {
+            mlp,
+            raw,
+            traces,
+            x_side,
+        }
     }
 
     /// Backward through one layer: `bar` holds the output adjoints (n x d) and is
@@ -174,8 +184,8 @@ impl<T: Real> CouplingFlow<T> {
                     let g = &mut rb[e * p..(e + 1) * p];
                     let b = bar[i * d + idx];
                     bar[i * d + idx] = match dir {
-                        Direction::XFromZ => self.spec.stack.x_from_z_backward(&built, trace, b, ld_bar[i], g),
-                        Direction::ZFromX => self.spec.stack.z_from_x_backward(&built, trace, b, ld_bar[i], g),
+                        Direction::XFromZ => self.spec.stack.x_from_z_backward(&built, trace, cache.x_side[e], b, ld_bar[i], g),
+                        Direction::ZFromX => self.spec.stack.z_from_x_backward(&built, trace, cache.x_side[e], b, ld_bar[i], g),
                     };
                 }
             }

@@ -60,9 +60,11 @@ impl<T: Real> ElementwiseFlow<T> {
                 for j in 0..d {
                     let trace = &traces[j * k..(j + 1) * k];
                     if sampling {
-                        self.stack.x_from_z_backward(&built, trace, bar[j], ld_bar, grad);
+                        let x = output[i * d + j];
+                        self.stack.x_from_z_backward(&built, trace, x, bar[j], ld_bar, grad);
                     } else {
-                        self.stack.z_from_x_backward(&built, trace, bar[j], ld_bar, grad);
+                        let x = input[i * d + j];
+                        self.stack.z_from_x_backward(&built, trace, x, bar[j], ld_bar, grad);
                     }
                 }
             }

@@ -17,6 +17,9 @@ use crate::rng::Rng;
 /// `r = sqrt(|w|^2 + eps^2)` keeps the centre itself finite (as bijx).
 const EPS: f64 = 1e-7;
 
+/// Largest Fourier order of the angle-dependent conditioner.
+pub const MAX_ORDER: usize = 16;
+
 /// How the stack's raw parameters are obtained.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RadialConditioner {
@@ -64,8 +67,8 @@ impl RadialSpec {
             if self.dim != 2 {
                 return Err("the angle-dependent (Fourier) radial flow is 2D only".into());
             }
-            if order == 0 {
-                return Err("the Fourier conditioner needs order >= 1".into());
+            if order == 0 || order > MAX_ORDER {
+                return Err(format!("the Fourier conditioner needs order 1 to {MAX_ORDER}"));
             }
         }
         Ok(())
@@ -203,6 +206,13 @@ impl<T: Real> RadialFlow<T> {
             RadialConditioner::Fourier { order } => {
                 let nf = work.features.len();
                 let t = u[1].atan2(u[0]) + T::c(std::f64::consts::PI);
+                // d features / dt: cos(kt) for the sines, -sin(kt) for the cosines
+                let mut dphi = [T::zero(); 2 * MAX_ORDER];
+                for k in 1..=order {
+                    let kt = T::c(k as f64) * t;
+                    dphi[k - 1] = kt.cos();
+                    dphi[order + k - 1] = -kt.sin();
+                }
                 let body = self.body();
                 let mut t_bar = T::zero();
                 for (p, &rb) in work.raw_bar.iter().enumerate() {
@@ -210,11 +220,9 @@ impl<T: Real> RadialFlow<T> {
                     for (g, &f) in row.iter_mut().zip(&work.features) {
                         *g += rb * f;
                     }
-                    let wrow = &body[p * nf..(p + 1) * nf];
-                    for k in 1..=order {
-                        let kt = T::c(k as f64) * t;
-                        t_bar += rb * (wrow[k - 1] * kt.cos() - wrow[order + k - 1] * kt.sin());
-                    }
+                    let wrow = &body[p * nf..p * nf + 2 * order];
+                    let dot: T = wrow.iter().zip(&dphi[..2 * order]).map(|(&w, &d)| w * d).sum();
+                    t_bar += rb * dot;
                 }
                 t_bar
             }
@@ -245,7 +253,7 @@ impl<T: Real> RadialFlow<T> {
             [T::zero(); 2]
         };
         self.condition(&u, work);
-        let (f0, _) = Stack::x_from_z_trace(&work.built, T::zero(), &mut work.trace0);
+        let f0 = Stack::x_from_z_value_trace(&work.built, T::zero(), &mut work.trace0);
         let (r, logd) = Stack::z_from_x_trace(&work.built, r_in + f0, &mut work.trace);
         let ratio = r * inv_r_in;
         for j in 0..d {
@@ -276,11 +284,11 @@ impl<T: Real> RadialFlow<T> {
         let y_bar = self
             .spec
             .stack
-            .z_from_x_backward(&work.built, &work.trace, r_bar, ld_bar, &mut work.raw_bar);
+            .z_from_x_backward(&work.built, &work.trace, r_in + f0, r_bar, ld_bar, &mut work.raw_bar);
         r_in_bar += y_bar;
         self.spec
             .stack
-            .x_from_z_backward(&work.built, &work.trace0, y_bar, T::zero(), &mut work.raw_bar);
+            .x_from_z_backward(&work.built, &work.trace0, f0, y_bar, T::zero(), &mut work.raw_bar);
         let t_bar = self.condition_backward(&u, work, g_body);
         if d == 2 {
             // t = atan2(u1, u0): dt/du = (-u1, u0); u = w / r_in.
@@ -339,7 +347,7 @@ impl<T: Real> RadialFlow<T> {
             [T::zero(); 2]
         };
         self.condition(&u, work);
-        let (f0, _) = Stack::x_from_z_trace(&work.built, T::zero(), &mut work.trace0);
+        let f0 = Stack::x_from_z_value_trace(&work.built, T::zero(), &mut work.trace0);
         let (f_r, logd) = Stack::x_from_z_trace(&work.built, r, &mut work.trace);
         let r_out = f_r - f0;
         let ratio = r_out * inv_r;
@@ -371,10 +379,10 @@ impl<T: Real> RadialFlow<T> {
         r_bar += self
             .spec
             .stack
-            .x_from_z_backward(&work.built, &work.trace, r_out_bar, ld_bar, &mut work.raw_bar);
+            .x_from_z_backward(&work.built, &work.trace, f_r, r_out_bar, ld_bar, &mut work.raw_bar);
         self.spec
             .stack
-            .x_from_z_backward(&work.built, &work.trace0, -r_out_bar, T::zero(), &mut work.raw_bar);
+            .x_from_z_backward(&work.built, &work.trace0, f0, -r_out_bar, T::zero(), &mut work.raw_bar);
         let t_bar = self.condition_backward(&u, work, g_body);
         if d == 2 {
             let u_bar = [-u[1] * t_bar, u[0] * t_bar];
