@@ -25,6 +25,8 @@ pub struct MlpCache<T> {
     input: Array2<T>,
     /// hidden states h_0 .. h_depth (before each block's activation)
     hidden: Vec<Array2<T>>,
+    /// gelu(h_0) .. gelu(h_depth-1)
+    acts: Vec<Array2<T>>,
 }
 
 impl MlpShape {
@@ -86,6 +88,7 @@ impl MlpShape {
         let mut h = Array2::from_shape_fn((n, self.width), |(_, j)| b0[j]);
         general_mat_mul(T::one(), &input, &w0, T::one(), &mut h);
         let mut hidden = Vec::with_capacity(self.depth + 1);
+        let mut acts = Vec::with_capacity(self.depth);
         for k in 1..=self.depth {
             let (wk, bk) = self.kernel(params, k);
             let act = h.mapv(gelu);
@@ -95,13 +98,14 @@ impl MlpShape {
             });
             general_mat_mul(T::one(), &act, &wk, T::one(), &mut next);
             hidden.push(h);
+            acts.push(act);
             h = next;
         }
         let (wo, bo) = self.kernel(params, self.depth + 1);
         let mut out = Array2::from_shape_fn((n, self.n_out), |(_, j)| bo[j]);
         general_mat_mul(T::one(), &h, &wo, T::one(), &mut out);
         hidden.push(h);
-        (out, MlpCache { input, hidden })
+        (out, MlpCache { input, hidden, acts })
     }
 
     /// Backward pass: adds parameter adjoints into `grad` and returns the input's adjoint.
@@ -114,8 +118,7 @@ impl MlpShape {
         for k in (1..=self.depth).rev() {
             let (wk, _) = self.kernel(params, k);
             let h_prev = &cache.hidden[k - 1];
-            let act = h_prev.mapv(gelu);
-            self.accumulate(grad, k, act.view(), h_bar.view());
+            self.accumulate(grad, k, cache.acts[k - 1].view(), h_bar.view());
             let mut act_bar = Array2::zeros(h_bar.raw_dim());
             general_mat_mul(T::one(), &h_bar, &wk.t(), T::zero(), &mut act_bar);
             // residual block: h_bar(k-1) = h_bar(k) + act_bar * gelu'(h(k-1))
