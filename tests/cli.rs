@@ -1,0 +1,217 @@
+//! The command-line tool, run as a user runs it.
+
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_flowplay"))
+}
+
+fn temp(name: &str, contents: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("flowplay-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, contents).expect("write temp file");
+    path
+}
+
+/// Runs and returns (exit code, stdout, stderr).
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = bin().args(args).output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn eval(model: &Value, points: &Value, extra: &[&str]) -> (i32, String, String) {
+    let m = temp(&format!("m{}.json", rand_name()), &model.to_string());
+    let p = temp(&format!("p{}.json", rand_name()), &points.to_string());
+    let mut args = vec!["eval", "--model", m.to_str().unwrap(), "--points", p.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+fn rand_name() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+#[test]
+fn eval_scalar_models_from_the_issue() {
+    let model = json!({"type": "scalar", "family": "cubic_rational", "params": {"alpha": 2.0, "beta": 1.0, "c": 0.0}});
+    let (code, out, err) = eval(&model, &json!([[1.0], [-50.0]]), &[]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("JSON output");
+    // f(1) = 1 + 2/(1 + 1) = 2; f'(1) = 1 + 2 (1 - 1)/4 = 1
+    assert!((v["points"][0][0].as_f64().unwrap() - 2.0).abs() < 1e-12);
+    assert!(v["log_det"][0].as_f64().unwrap().abs() < 1e-12);
+    // bijx: f(-50) = -50.03998400639744
+    assert!((v["points"][1][0].as_f64().unwrap() + 50.03998400639744).abs() < 1e-10);
+
+    for model in [
+        json!({"type": "scalar", "family": "sinh", "params": {"s": 2.0, "beta": 0.5, "c": 1.0, "mu": 0.3, "nu": -0.2}}),
+        json!({"type": "scalar", "family": "cubic", "params": {"a": 1.0, "b": 0.3, "beta": 1.0, "c": 0.0}}),
+        json!({"type": "stack", "layers": [
+            {"type": "scalar", "family": "cubic", "params": {"a": 1.0, "b": 0.3, "beta": 1.0, "c": 0.0}},
+            {"type": "scalar", "family": "sinh", "params": {"s": 2.0, "beta": 0.5, "c": 1.0, "mu": 0.3, "nu": -0.2}}
+        ]}),
+    ] {
+        let points = json!([[0.5], [-3.0], [12.0]]);
+        let (code, out, err) = eval(&model, &points, &[]);
+        assert_eq!(code, 0, "{err}");
+        let fwd: Value = serde_json::from_str(&out).unwrap();
+        let back_pts = temp(&format!("back{}.json", rand_name()), &fwd["points"].to_string());
+        let m = temp(&format!("mm{}.json", rand_name()), &model.to_string());
+        let (code, out, _) = run(&["eval", "--model", m.to_str().unwrap(), "--points", back_pts.to_str().unwrap(), "--direction", "z_from_x"]);
+        assert_eq!(code, 0);
+        let back: Value = serde_json::from_str(&out).unwrap();
+        for i in 0..3 {
+            let x = points[i][0].as_f64().unwrap();
+            assert!((back["points"][i][0].as_f64().unwrap() - x).abs() < 1e-9);
+            let ld = fwd["log_det"][i].as_f64().unwrap() + back["log_det"][i].as_f64().unwrap();
+            assert!(ld.abs() < 1e-9, "log-dets of the two directions cancel");
+        }
+    }
+}
+
+#[test]
+fn eval_radial_model_matches_bijx_in_both_precisions() {
+    let model = json!({"type": "radial", "center": [0.5, -0.25], "log_scale": [0.2, -0.1],
+        "bijection": {"type": "scalar", "family": "cubic_rational", "params": {"alpha": 2.0, "beta": 1.0, "c": 0.3}}});
+    for precision in ["f64", "f32"] {
+        let (code, out, err) = eval(&model, &json!([[1.0, 0.0]]), &["--precision", precision]);
+        assert_eq!(code, 0, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let tol = if precision == "f64" { 1e-12 } else { 1e-5 };
+        // bijx 1.3.2: y = (1.9027297347852306, 0.4513648673926153), log det 1.90256257847082
+        assert!((v["points"][0][0].as_f64().unwrap() - 1.9027297347852306).abs() < tol);
+        assert!((v["points"][0][1].as_f64().unwrap() - 0.4513648673926153).abs() < tol);
+        assert!((v["log_det"][0].as_f64().unwrap() - 1.90256257847082).abs() < tol);
+    }
+}
+
+#[test]
+fn bad_input_gives_one_line_errors_and_nonzero_exit() {
+    let pts = json!([[0.5]]);
+    let cases: Vec<(Value, Value, &str)> = vec![
+        (json!({"type": "scalar", "family": "quartic", "params": {}}), pts.clone(), "unknown family 'quartic'"),
+        (
+            json!({"type": "scalar", "family": "cubic_rational", "params": {"alpha": 9.0, "beta": 1.0, "c": 0.0}}),
+            pts.clone(),
+            "outside its constraint",
+        ),
+        (
+            json!({"type": "scalar", "family": "cubic_rational", "params": {"alpha": 1.0, "c": 0.0}}),
+            pts.clone(),
+            "needs parameter 'beta'",
+        ),
+        (
+            json!({"type": "scalar", "family": "sinh", "params": {"s": 1.0, "beta": 0.0, "c": 0.0, "mu": 0.0, "nu": 0.0, "gamma": 1.0}}),
+            pts.clone(),
+            "no parameter 'gamma'",
+        ),
+        (json!({"type": "teapot"}), pts.clone(), "unknown type 'teapot'"),
+        (
+            json!({"type": "scalar", "family": "cubic", "params": {"a": 1.0, "b": 0.3, "beta": 1.0, "c": 0.0}}),
+            json!([[0.5], ["NaN"]]),
+            "points[1][0] is not a number",
+        ),
+        (
+            json!({"type": "scalar", "family": "cubic", "params": {"a": 1.0, "b": 0.3, "beta": 1.0, "c": 0.0}}),
+            json!([[0.5, 1.0], [1.0]]),
+            "points[1] has 1 coordinates",
+        ),
+        (
+            json!({"type": "radial", "center": [0.0, 0.0], "log_scale": [0.0, 0.0],
+                   "bijection": {"type": "scalar", "family": "cubic", "params": {"a": 1.0, "b": 0.3, "beta": 1.0, "c": 0.0}}}),
+            json!([[0.5, 1.0, 2.0]]),
+            "2-dimensional but the points have 3",
+        ),
+    ];
+    for (model, points, expected) in cases {
+        let (code, out, err) = eval(&model, &points, &[]);
+        assert_eq!(code, 1, "{model}: {err}");
+        assert!(out.is_empty());
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        assert!(err.contains(expected), "expected '{expected}' in: {err}");
+        assert!(!err.contains("panicked"));
+    }
+    // Not JSON at all, and a file that does not exist.
+    let bad = temp("bad.json", "{not json");
+    let good_pts = temp("pts.json", "[[1.0]]");
+    let (code, _, err) = run(&["eval", "--model", bad.to_str().unwrap(), "--points", good_pts.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("is not valid JSON"), "{err}");
+    let (code, _, err) = run(&["eval", "--model", "/nonexistent/model.json", "--points", good_pts.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot read model file"), "{err}");
+    // Unknown options and values on train.
+    let (code, _, err) = run(&["train", "--family", "quartic"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("unknown family"), "{err}");
+    let (code, _, err) = run(&["train", "--steps", "many"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--steps"), "{err}");
+    let (code, _, err) = run(&["train", "--colour", "red"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("unknown option '--colour'"), "{err}");
+    let (code, _, err) = run(&["train", "--target", "image:/nonexistent.png"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot read image"), "{err}");
+    let not_image = temp("fake.png", "this is text");
+    let (code, _, err) = run(&["train", "--target", &format!("image:{}", not_image.display())]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not a PNG or JPEG"), "{err}");
+}
+
+#[test]
+fn train_writes_a_report_whose_model_eval_reads_and_reruns_are_identical() {
+    let dir = std::env::temp_dir().join(format!("flowplay-train-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut reports = Vec::new();
+    for run_no in 0..2 {
+        let out = dir.join(format!("run{run_no}.json"));
+        let (code, stdout, err) = run(&[
+            "train", "--target", "rings", "--flow", "radial", "--family", "cubic_rational", "--stack", "8",
+            "--steps", "40", "--batch", "128", "--lr", "1e-2", "--seed", "3", "--eval-samples", "2000",
+            "--out", out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        assert!(stdout.contains("rings radial cubic_rational x8: 40 steps"), "{stdout}");
+        assert!(err.contains("step      40/40"), "progress on stderr: {err}");
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        for key in ["steps", "seconds", "steps_per_second", "final_loss", "test_nll", "n_params", "model"] {
+            assert!(!report[key].is_null(), "report has {key}");
+        }
+        assert_eq!(report["steps"], 40);
+        assert_eq!(report["n_params"], 2 + 2 + 8 * 3);
+        reports.push(report);
+    }
+    // Same command, same numbers.
+    assert_eq!(reports[0]["final_loss"], reports[1]["final_loss"]);
+    assert_eq!(reports[0]["test_nll"], reports[1]["test_nll"]);
+    assert_eq!(reports[0]["model"], reports[1]["model"]);
+    // The saved model is what eval reads.
+    let (code, out, err) = eval(&reports[0]["model"], &json!([[0.3, -0.7], [2.0, 1.0]]), &["--direction", "z_from_x"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["points"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn every_flow_and_family_is_reachable_from_the_flags() {
+    for (flow, target) in [("radial", "annulus"), ("radial-fourier", "spiral"), ("coupling", "checkerboard"), ("elementwise", "poly1d")] {
+        for family in ["cubic_rational", "sinh", "cubic", "affine", "spline"] {
+            let (code, stdout, err) = run(&[
+                "train", "--target", target, "--flow", flow, "--family", family, "--stack", "2",
+                "--layers", "2", "--width", "8", "--steps", "3", "--batch", "32", "--eval-samples", "200", "--quiet",
+            ]);
+            assert_eq!(code, 0, "{flow} {family}: {err}");
+            assert!(stdout.contains(&format!("{target} {flow} {family} x2: 3 steps")), "{stdout}");
+        }
+    }
+}

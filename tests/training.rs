@@ -1,0 +1,125 @@
+//! Training end to end: the paper's reference recipe, reverse KL, divergence.
+
+use flowplay::bijection::Family;
+use flowplay::flow::{Flow, FlowConfig, FlowKind};
+use flowplay::rng::Rng;
+use flowplay::target::Target;
+use flowplay::train::run::{Precision, RunConfig, report, train};
+use flowplay::train::{CpuTrainer, Loss, TrainError, TrainSettings, Trainer, default_threads};
+
+/// math.md section 4: angle-dependent radial flow (64 x cubic, Fourier
+/// conditioner, centre (-0.5, -1)), spiral, Adam 1e-2, batch 512, 5000 steps,
+/// forward KL. bijx reaches -0.636 nats; the issue asks for <= -0.62.
+#[test]
+fn spiral_reference_recipe_reaches_the_papers_nll() {
+    let mut flow = FlowConfig::defaults(FlowKind::RadialFourier);
+    flow.center = Some(vec![-0.5, -1.0]);
+    let config = RunConfig {
+        target: Target::Spiral,
+        flow,
+        steps: 5000,
+        settings: TrainSettings {
+            batch: 512,
+            learning_rate: 1e-2,
+            seed: 0,
+            loss: Loss::ForwardKl,
+            threads: default_threads(),
+        },
+        precision: Precision::F32,
+        eval_samples: 20_000,
+    };
+    let outcome = train(&config, &mut |_, _| {}).unwrap();
+    assert!(outcome.stopped.is_none());
+    let r = report(&config, &outcome);
+    let nll = r["test_nll"].as_f64().unwrap();
+    eprintln!("spiral recipe: held-out NLL {nll:.4} nats in {:.1} s", outcome.seconds);
+    assert_eq!(r["n_params"], 1796);
+    assert!(nll <= -0.62, "held-out NLL {nll}");
+}
+
+/// bijx's 1D demo: a stack of cubic conjugations trained by reverse KL.
+#[test]
+fn reverse_kl_learns_the_1d_target() {
+    let mut flow = FlowConfig::defaults(FlowKind::Elementwise);
+    flow.stack = 64;
+    let config = RunConfig {
+        target: Target::Poly1d,
+        flow,
+        steps: 4000,
+        settings: TrainSettings {
+            batch: 256,
+            learning_rate: 1e-2,
+            seed: 1,
+            loss: Loss::ReverseKl,
+            threads: default_threads(),
+        },
+        precision: Precision::F32,
+        eval_samples: 20_000,
+    };
+    let outcome = train(&config, &mut |_, _| {}).unwrap();
+    let r = report(&config, &outcome);
+    let kl = r["reverse_kl"].as_f64().unwrap();
+    let ess = r["ess"].as_f64().unwrap();
+    let acc = r["acceptance"].as_f64().unwrap();
+    eprintln!("poly1d: reverse KL {kl:.4}, ESS/N {ess:.3}, acceptance {acc:.3}");
+    assert_eq!(r["log_z_known"], true);
+    assert!(kl < 0.2, "reverse KL {kl}");
+    assert!(ess > 0.25 && acc > 0.5, "ESS/N {ess}, acceptance {acc}");
+    // An untrained flow is far worse.
+    let mut rng = Rng::seeded(1);
+    let untrained = config.flow.build::<f64>(1, &mut rng).unwrap();
+    let m = flowplay::train::metrics::reverse_metrics(untrained.as_flow(), &Target::Poly1d, 5000, &mut rng).unwrap();
+    assert!(m.reverse_kl > kl + 0.5, "untrained {} vs trained {kl}", m.reverse_kl);
+}
+
+/// A learning rate that blows up training stops it with a clear error and keeps
+/// the last good (finite) parameters.
+#[test]
+fn divergence_stops_training_and_keeps_the_last_good_parameters() {
+    let mut config = FlowConfig::defaults(FlowKind::Radial);
+    config.family = Family::Sinh;
+    config.stack = 4;
+    let mut rng = Rng::seeded(0);
+    let model = config.build::<f64>(2, &mut rng).unwrap();
+    let settings = TrainSettings {
+        batch: 64,
+        learning_rate: 1e12,
+        seed: 0,
+        loss: Loss::ForwardKl,
+        threads: 1,
+    };
+    let mut trainer = CpuTrainer::<f32>::new(model, Target::Moons, settings).unwrap();
+    let mut error = None;
+    for _ in 0..200 {
+        if let Err(e) = trainer.step() {
+            error = Some(e);
+            break;
+        }
+    }
+    let Some(TrainError::NonFinite { step }) = error else {
+        panic!("training at lr 1e12 should diverge")
+    };
+    assert_eq!(trainer.steps_done(), step - 1);
+    let model = trainer.model();
+    assert!(model.as_flow().params().iter().all(|p| p.is_finite()));
+    let message = TrainError::NonFinite { step }.to_string();
+    assert!(message.contains("diverged") && message.contains("learning rate"));
+}
+
+#[test]
+fn trainer_refuses_mismatched_settings() {
+    let mut rng = Rng::seeded(0);
+    let model = FlowConfig::defaults(FlowKind::Radial).build::<f64>(2, &mut rng).unwrap();
+    let settings = |loss, lr| TrainSettings {
+        batch: 8,
+        learning_rate: lr,
+        seed: 0,
+        loss,
+        threads: 1,
+    };
+    let err = |r: Result<CpuTrainer<f32>, String>| r.err().unwrap_or_default();
+    assert!(err(CpuTrainer::new(model.clone(), Target::Poly1d, settings(Loss::ReverseKl, 1e-3))).contains("2D but target 'poly1d' is 1D"));
+    assert!(err(CpuTrainer::new(model.clone(), Target::TwoMoonsEnergy, settings(Loss::ForwardKl, 1e-3))).contains("no sampler"));
+    assert!(err(CpuTrainer::new(model.clone(), Target::Moons, settings(Loss::ReverseKl, 1e-3))).contains("no differentiable density"));
+    assert!(err(CpuTrainer::new(model, Target::Moons, settings(Loss::ForwardKl, -1.0))).contains("learning rate"));
+}
