@@ -8,11 +8,11 @@
 //! model format), [`cli`] (the command-line tool).
 
 pub mod bijection;
-pub mod real;
+pub mod cli;
 pub mod flow;
+pub mod model_file;
+pub mod parallel;
+pub mod real;
 pub mod rng;
 pub mod target;
 pub mod train;
-pub mod model_file;
-pub mod parallel;
-pub mod cli;

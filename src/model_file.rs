@@ -15,18 +15,22 @@
 
 use crate::bijection::{Family, Scalar, SplineShape, Stack, spline};
 use crate::flow::{
-    CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, FlowModel, RadialConditioner, RadialFlow, RadialSpec,
+    CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, FlowModel, RadialConditioner, RadialFlow,
+    RadialSpec,
 };
 use serde_json::{Map, Value, json};
 
 type Result<T> = std::result::Result<T, String>;
 
 fn field<'a>(v: &'a Value, key: &str, what: &str) -> Result<&'a Value> {
-    v.get(key).ok_or_else(|| format!("{what} is missing field '{key}'"))
+    v.get(key)
+        .ok_or_else(|| format!("{what} is missing field '{key}'"))
 }
 
 fn number(v: &Value, what: &str) -> Result<f64> {
-    let x = v.as_f64().ok_or_else(|| format!("{what} must be a number"))?;
+    let x = v
+        .as_f64()
+        .ok_or_else(|| format!("{what} must be a number"))?;
     if !x.is_finite() {
         return Err(format!("{what} is not finite"));
     }
@@ -34,7 +38,9 @@ fn number(v: &Value, what: &str) -> Result<f64> {
 }
 
 fn numbers(v: &Value, what: &str) -> Result<Vec<f64>> {
-    let arr = v.as_array().ok_or_else(|| format!("{what} must be an array of numbers"))?;
+    let arr = v
+        .as_array()
+        .ok_or_else(|| format!("{what} must be an array of numbers"))?;
     arr.iter()
         .enumerate()
         .map(|(i, x)| number(x, &format!("{what}[{i}]")))
@@ -55,7 +61,10 @@ fn family_of(v: &Value, what: &str) -> Result<Family> {
     let family = Family::parse(name)?;
     if let Family::Spline(_) = family {
         let bins = match v.get("bins") {
-            Some(b) => b.as_u64().ok_or_else(|| format!("{what}: 'bins' must be an integer"))? as usize,
+            Some(b) => b
+                .as_u64()
+                .ok_or_else(|| format!("{what}: 'bins' must be an integer"))?
+                as usize,
             None => SplineShape::default().bins,
         };
         let bound = match v.get("bound") {
@@ -63,7 +72,10 @@ fn family_of(v: &Value, what: &str) -> Result<Family> {
             None => SplineShape::default().bound,
         };
         if !(2..=spline::MAX_BINS).contains(&bins) || bound <= 0.0 {
-            return Err(format!("{what}: a spline needs 2 to {} bins and a positive bound", spline::MAX_BINS));
+            return Err(format!(
+                "{what}: a spline needs 2 to {} bins and a positive bound",
+                spline::MAX_BINS
+            ));
         }
         return Ok(Family::Spline(SplineShape { bins, bound }));
     }
@@ -77,15 +89,24 @@ fn parse_stack(v: &Value, with_params: bool, what: &str) -> Result<(Stack, Vec<f
     match kind {
         "scalar" => {
             let family = family_of(v, what)?;
-            let raw = if with_params { parse_scalar_raw(v, family, what)? } else { Vec::new() };
+            let raw = if with_params {
+                parse_scalar_raw(v, family, what)?
+            } else {
+                Vec::new()
+            };
             Ok((Stack::uniform(family, 1), raw))
         }
         "stack" => {
             if let Some(copies) = v.get("copies") {
                 if with_params {
-                    return Err(format!("{what}: a stack given by 'copies' has no parameters; list its 'layers'"));
+                    return Err(format!(
+                        "{what}: a stack given by 'copies' has no parameters; list its 'layers'"
+                    ));
                 }
-                let n = copies.as_u64().ok_or_else(|| format!("{what}: 'copies' must be an integer"))? as usize;
+                let n = copies
+                    .as_u64()
+                    .ok_or_else(|| format!("{what}: 'copies' must be an integer"))?
+                    as usize;
                 if n == 0 {
                     return Err(format!("{what}: a stack needs at least one layer"));
                 }
@@ -106,7 +127,9 @@ fn parse_stack(v: &Value, with_params: bool, what: &str) -> Result<(Stack, Vec<f
             }
             Ok((Stack::mixed(families), raw))
         }
-        other => Err(format!("{what}: expected type 'scalar' or 'stack', got '{other}'")),
+        other => Err(format!(
+            "{what}: expected type 'scalar' or 'stack', got '{other}'"
+        )),
     }
 }
 
@@ -141,9 +164,13 @@ fn parse_scalar_raw(v: &Value, family: Family, what: &str) -> Result<Vec<f64>> {
     }
     let mut values = Vec::new();
     for spec in family.params() {
-        let x = params
-            .get(spec.name)
-            .ok_or_else(|| format!("{what}: family '{}' needs parameter '{}'", family.name(), spec.name))?;
+        let x = params.get(spec.name).ok_or_else(|| {
+            format!(
+                "{what}: family '{}' needs parameter '{}'",
+                family.name(),
+                spec.name
+            )
+        })?;
         values.push(number(x, &format!("{what}: parameter '{}'", spec.name))?);
     }
     family.raw_from_constrained(&values)
@@ -159,21 +186,30 @@ pub fn model_from_json(v: &Value, dim: Option<usize>) -> Result<FlowModel<f64>> 
     match kind {
         "scalar" | "stack" => {
             let (stack, raw) = parse_stack(v, true, what)?;
-            Ok(FlowModel::Elementwise(ElementwiseFlow::from_params(dim.unwrap_or(1), stack, raw)?))
+            Ok(FlowModel::Elementwise(ElementwiseFlow::from_params(
+                dim.unwrap_or(1),
+                stack,
+                raw,
+            )?))
         }
         "elementwise" => {
             let d = count(v, "dim", what)?;
             let (stack, raw) = parse_stack(field(v, "bijection", what)?, true, "model bijection")?;
-            Ok(FlowModel::Elementwise(ElementwiseFlow::from_params(d, stack, raw)?))
+            Ok(FlowModel::Elementwise(ElementwiseFlow::from_params(
+                d, stack, raw,
+            )?))
         }
         "radial" | "radial-fourier" => {
             let center = numbers(field(v, "center", what)?, "model: 'center'")?;
             let log_scale = numbers(field(v, "log_scale", what)?, "model: 'log_scale'")?;
             if center.len() != log_scale.len() || center.is_empty() {
-                return Err("model: 'center' and 'log_scale' must have the same, non-zero length".into());
+                return Err(
+                    "model: 'center' and 'log_scale' must have the same, non-zero length".into(),
+                );
             }
             let fourier = kind == "radial-fourier";
-            let (stack, raw) = parse_stack(field(v, "bijection", what)?, !fourier, "model bijection")?;
+            let (stack, raw) =
+                parse_stack(field(v, "bijection", what)?, !fourier, "model bijection")?;
             let mut params = center.clone();
             params.extend(log_scale);
             let conditioner = if fourier {
@@ -191,7 +227,10 @@ pub fn model_from_json(v: &Value, dim: Option<usize>) -> Result<FlowModel<f64>> 
                 for (i, row) in rows.iter().enumerate() {
                     let r = numbers(row, &format!("model: 'weights'[{i}]"))?;
                     if r.len() != 2 * order + 1 {
-                        return Err(format!("model: 'weights'[{i}] needs {} entries (2 order + 1)", 2 * order + 1));
+                        return Err(format!(
+                            "model: 'weights'[{i}] needs {} entries (2 order + 1)",
+                            2 * order + 1
+                        ));
                     }
                     params.extend(r);
                 }
@@ -217,7 +256,9 @@ pub fn model_from_json(v: &Value, dim: Option<usize>) -> Result<FlowModel<f64>> 
                 stack,
             };
             let params = numbers(field(v, "params", what)?, "model: 'params'")?;
-            Ok(FlowModel::Coupling(CouplingFlow::from_params(spec, params)?))
+            Ok(FlowModel::Coupling(CouplingFlow::from_params(
+                spec, params,
+            )?))
         }
         other => Err(format!(
             "model: unknown type '{other}' (expected scalar, stack, elementwise, radial, radial-fourier or coupling)"
@@ -265,7 +306,9 @@ fn template_json(stack: &Stack) -> Value {
     let first = stack.layers()[0];
     let family_json = |f: Family| -> Value {
         match f {
-            Family::Spline(shape) => json!({"type": "scalar", "family": "spline", "bins": shape.bins, "bound": shape.bound}),
+            Family::Spline(shape) => {
+                json!({"type": "scalar", "family": "spline", "bins": shape.bins, "bound": shape.bound})
+            }
             _ => json!({"type": "scalar", "family": f.name()}),
         }
     };

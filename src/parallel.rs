@@ -2,7 +2,12 @@
 
 /// Applies `f` to consecutive chunks of `items` (each a multiple of `stride`
 /// long) on up to `threads` threads; results come back in order.
-pub fn map_chunks<T: Sync, R: Send>(items: &[T], stride: usize, threads: usize, f: impl Fn(&[T]) -> R + Sync) -> Vec<R> {
+pub fn map_chunks<T: Sync, R: Send>(
+    items: &[T],
+    stride: usize,
+    threads: usize,
+    f: impl Fn(&[T]) -> R + Sync,
+) -> Vec<R> {
     let rows = items.len() / stride.max(1);
     let threads = threads.clamp(1, rows.max(1));
     if threads == 1 || cfg!(target_arch = "wasm32") {

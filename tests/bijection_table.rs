@@ -18,10 +18,25 @@ fn scalar_table() -> Vec<(&'static str, Stack)> {
         ("sinh", Stack::uniform(Family::Sinh, 1)),
         ("cubic", Stack::uniform(Family::Cubic, 1)),
         ("affine", Stack::uniform(Family::Affine, 1)),
-        ("spline", Stack::uniform(Family::Spline(SplineShape::default()), 1)),
-        ("spline-4-on-2", Stack::uniform(Family::Spline(SplineShape { bins: 4, bound: 2.0 }), 1)),
+        (
+            "spline",
+            Stack::uniform(Family::Spline(SplineShape::default()), 1),
+        ),
+        (
+            "spline-4-on-2",
+            Stack::uniform(
+                Family::Spline(SplineShape {
+                    bins: 4,
+                    bound: 2.0,
+                }),
+                1,
+            ),
+        ),
         ("stack-8-cubic", Stack::uniform(Family::Cubic, 8)),
-        ("stack-8-cubic_rational", Stack::uniform(Family::CubicRational, 8)),
+        (
+            "stack-8-cubic_rational",
+            Stack::uniform(Family::CubicRational, 8),
+        ),
         ("stack-8-sinh", Stack::uniform(Family::Sinh, 8)),
         (
             "mixed",
@@ -134,7 +149,13 @@ fn apply(flow: &dyn Flow<f64>, sampling: bool, p: &[f64]) -> (Vec<f64>, f64) {
 }
 
 /// Loss sum_i a_i . out_i + b_i ld_i and its parameter gradient.
-fn weighted(flow: &dyn Flow<f64>, sampling: bool, pts: &[f64], a: &[f64], b: &[f64]) -> (f64, Vec<f64>) {
+fn weighted(
+    flow: &dyn Flow<f64>,
+    sampling: bool,
+    pts: &[f64],
+    a: &[f64],
+    b: &[f64],
+) -> (f64, Vec<f64>) {
     let d = flow.dim();
     let n = pts.len() / d;
     let mut out = vec![0.0; pts.len()];
@@ -149,11 +170,16 @@ fn weighted(flow: &dyn Flow<f64>, sampling: bool, pts: &[f64], a: &[f64], b: &[f
     } else {
         flow.z_from_x_grad(pts, &adjoint, &mut out, &mut ld, &mut grad);
     }
-    let loss = out.iter().zip(a).map(|(o, w)| o * w).sum::<f64>() + ld.iter().zip(b).map(|(l, w)| l * w).sum::<f64>();
+    let loss = out.iter().zip(a).map(|(o, w)| o * w).sum::<f64>()
+        + ld.iter().zip(b).map(|(l, w)| l * w).sum::<f64>();
     (loss, grad)
 }
 
-fn check_flow(name: &str, flow: &mut Box<dyn Flow<f64>>, rng: &mut Rng) -> Result<(), TestCaseError> {
+fn check_flow(
+    name: &str,
+    flow: &mut Box<dyn Flow<f64>>,
+    rng: &mut Rng,
+) -> Result<(), TestCaseError> {
     let d = flow.dim();
     let n = 3;
     let pts: Vec<f64> = (0..n * d).map(|_| 1.5 * rng.normal()).collect();
@@ -165,13 +191,23 @@ fn check_flow(name: &str, flow: &mut Box<dyn Flow<f64>>, rng: &mut Rng) -> Resul
             let (q, ld) = apply(flow.as_ref(), sampling, p);
             let (back, ld_back) = apply(flow.as_ref(), !sampling, &q);
             for j in 0..d {
-                prop_assert!(close(back[j], p[j], 1e-7, 1e-7), "{name} {dir}: round trip {back:?} vs {p:?}");
+                prop_assert!(
+                    close(back[j], p[j], 1e-7, 1e-7),
+                    "{name} {dir}: round trip {back:?} vs {p:?}"
+                );
             }
-            prop_assert!(close(ld, -ld_back, 1e-7, 1e-7), "{name} {dir}: log-dets {ld} vs {ld_back}");
+            prop_assert!(
+                close(ld, -ld_back, 1e-7, 1e-7),
+                "{name} {dir}: log-dets {ld} vs {ld_back}"
+            );
             // Log-det against a finite-difference Jacobian, taken in whichever
             // direction expands (a contracting map's determinant is a small
             // difference of O(1) entries, which finite differences cannot resolve).
-            let (fd_sampling, fd_point, sign) = if ld >= 0.0 { (sampling, p, 1.0) } else { (!sampling, &q[..], -1.0) };
+            let (fd_sampling, fd_point, sign) = if ld >= 0.0 {
+                (sampling, p, 1.0)
+            } else {
+                (!sampling, &q[..], -1.0)
+            };
             let h = 1e-6;
             let mut jac = vec![0.0; d * d];
             for k in 0..d {
@@ -186,7 +222,10 @@ fn check_flow(name: &str, flow: &mut Box<dyn Flow<f64>>, rng: &mut Rng) -> Resul
                 }
             }
             let fd = sign * log_abs_det(&mut jac, d);
-            prop_assert!(close(ld, fd, 1e-5, 1e-6), "{name} {dir}: log_det {ld} vs finite differences {fd} at {p:?}");
+            prop_assert!(
+                close(ld, fd, 1e-5, 1e-6),
+                "{name} {dir}: log_det {ld} vs finite differences {fd} at {p:?}"
+            );
         }
         // Gradients of every parameter against finite differences.
         let a: Vec<f64> = (0..n * d).map(|_| rng.normal()).collect();
@@ -211,7 +250,11 @@ fn check_flow(name: &str, flow: &mut Box<dyn Flow<f64>>, rng: &mut Rng) -> Resul
                 let (lm, _) = weighted(flow.as_ref(), sampling, &pts, &a, &b);
                 flow.params_mut()[k] = params[k];
                 let fd2 = (lp - lm) / (2.0 * h2);
-                prop_assert!(close(grad[k], fd2, 1e-4, 1e-6), "{name} {dir}: d/dparam[{k}] {} vs finite differences {fd} (h = 1e-6), {fd2} (h = 1e-8)", grad[k]);
+                prop_assert!(
+                    close(grad[k], fd2, 1e-4, 1e-6),
+                    "{name} {dir}: d/dparam[{k}] {} vs finite differences {fd} (h = 1e-6), {fd2} (h = 1e-8)",
+                    grad[k]
+                );
             }
         }
     }
@@ -238,10 +281,61 @@ fn check_raw_partials(name: &str, stack: &Stack, raw: &[f64], x: f64) -> Result<
             };
             let h = 1e-6;
             let fd = (eval(h) - eval(-h)) / (2.0 * h);
-            prop_assert!(close(grad[k], fd, 1e-5, 1e-7), "{name}: d({x_bar} f + {ld_bar} log f')/d raw[{k}] at {x}: {} vs {fd}", grad[k]);
+            prop_assert!(
+                close(grad[k], fd, 1e-5, 1e-7),
+                "{name}: d({x_bar} f + {ld_bar} log f')/d raw[{k}] at {x}: {} vs {fd}",
+                grad[k]
+            );
         }
     }
     Ok(())
+}
+
+/// A batch gives exactly what its points give one at a time (outputs, log-dets,
+/// and the summed gradient), whatever blocking a flow uses inside.
+#[test]
+fn batches_agree_with_single_points() {
+    let mut rng = Rng::seeded(11);
+    for (name, flow) in flow_table(5) {
+        let d = flow.dim();
+        let n = 19;
+        let pts: Vec<f64> = (0..n * d).map(|_| 1.5 * rng.normal()).collect();
+        let a: Vec<f64> = (0..n * d).map(|_| rng.normal()).collect();
+        let b: Vec<f64> = (0..n).map(|_| rng.normal()).collect();
+        for sampling in [true, false] {
+            let (_, grad) = weighted(flow.as_ref(), sampling, &pts, &a, &b);
+            let mut summed = vec![0.0; grad.len()];
+            let mut out = vec![0.0; n * d];
+            let mut ld = vec![0.0; n];
+            if sampling {
+                flow.x_from_z(&pts, &mut out, &mut ld);
+            } else {
+                flow.z_from_x(&pts, &mut out, &mut ld);
+            }
+            for i in 0..n {
+                let p = &pts[i * d..(i + 1) * d];
+                let (q, l) = apply(flow.as_ref(), sampling, p);
+                assert_eq!(&q[..], &out[i * d..(i + 1) * d], "{name}");
+                assert_eq!(l, ld[i], "{name}");
+                let (_, g) = weighted(
+                    flow.as_ref(),
+                    sampling,
+                    p,
+                    &a[i * d..(i + 1) * d],
+                    &b[i..=i],
+                );
+                for (s, v) in summed.iter_mut().zip(g) {
+                    *s += v;
+                }
+            }
+            for (k, (g, s)) in grad.iter().zip(&summed).enumerate() {
+                assert!(
+                    close(*g, *s, 1e-9, 1e-12),
+                    "{name}: grad[{k}] batch {g} vs summed {s}"
+                );
+            }
+        }
+    }
 }
 
 proptest! {
@@ -313,27 +407,45 @@ fn float32_inverse_is_finite_and_round_trips_up_to_1e6() {
             raw[loc] = 3.0 * rng.normal();
             let raw32: Vec<f32> = raw.iter().map(|&v| v as f32).collect();
             let layer32 = Scalar::<f32>::from_raw(family, &raw32);
-            let layer64 = Scalar::<f64>::from_raw(family, &raw32.iter().map(|&v| v as f64).collect::<Vec<_>>());
+            let layer64 = Scalar::<f64>::from_raw(
+                family,
+                &raw32.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+            );
             for &y in &points {
                 let (x, ld) = layer32.z_from_x(y);
-                assert!(x.is_finite() && ld.is_finite(), "{family:?} raw {raw32:?}: inverse of {y} is {x}, log f' {ld}");
+                assert!(
+                    x.is_finite() && ld.is_finite(),
+                    "{family:?} raw {raw32:?}: inverse of {y} is {x}, log f' {ld}"
+                );
                 let (x64, _) = layer64.z_from_x(y as f64);
                 // The error of x is at the conditioning limit: a few float32 ulps of y
                 // pulled back through f', plus ulps of x itself.
                 let slope = layer64.x_from_z(x64).1.exp();
                 let c = layer64.constrained()[loc].abs();
-                let tol = 16.0 * f32::EPSILON as f64 * ((y.abs() as f64 + c) / slope + c + x64.abs() + 1.0);
-                assert!(((x as f64) - x64).abs() <= tol, "{family:?} raw {raw32:?}: f32 inverse of {y} = {x}, f64 {x64}");
+                let tol = 16.0
+                    * f32::EPSILON as f64
+                    * ((y.abs() as f64 + c) / slope + c + x64.abs() + 1.0);
+                assert!(
+                    ((x as f64) - x64).abs() <= tol,
+                    "{family:?} raw {raw32:?}: f32 inverse of {y} = {x}, f64 {x64}"
+                );
                 // f32 both ways: the forward map's own rounding (e.g. the
                 // cancellation inside sinh's e^nu sinh(a) + beta) bounds this.
                 let (y_back, _) = layer32.x_from_z(x);
                 // Its error is a few ulps of the input scale (|x|, |c| and sinh's
                 // width s) times the slope.
                 let params = layer64.constrained();
-                let width = if family == Family::Sinh { params[0] } else { 1.0 };
+                let width = if family == Family::Sinh {
+                    params[0]
+                } else {
+                    1.0
+                };
                 let scale = (x.abs() as f64 + params[loc].abs() + width) as f32;
                 let tol_y = 2e-5 * (1.0 + y.abs()) + 16.0 * f32::EPSILON * slope as f32 * scale;
-                assert!(y_back.is_finite() && (y_back - y).abs() <= tol_y, "{family:?} raw {raw32:?}: round trip {y} -> {x} -> {y_back}");
+                assert!(
+                    y_back.is_finite() && (y_back - y).abs() <= tol_y,
+                    "{family:?} raw {raw32:?}: round trip {y} -> {x} -> {y_back}"
+                );
                 checked += 1;
             }
         }

@@ -25,7 +25,10 @@ pub fn scalar_case(case: &Value) -> (Family, Vec<f64>) {
     if label.starts_with("CubicRational") {
         (Family::CubicRational, vec![g("alpha"), g("beta"), g("loc")])
     } else if label.starts_with("SinhConjugation") {
-        (Family::Sinh, vec![g("s"), g("beta"), g("loc"), g("mu"), g("nu")])
+        (
+            Family::Sinh,
+            vec![g("s"), g("beta"), g("loc"), g("mu"), g("nu")],
+        )
     } else if label.starts_with("CubicConjugation") {
         (Family::Cubic, vec![g("a"), g("b"), g("beta"), g("loc")])
     } else {
@@ -48,10 +51,19 @@ fn scalar_families_match_bijx_to_1e_10() {
             let y_ref = num(&row["y"]);
             let ld_ref = num(&row["log_jac"]);
             let (y, ld) = layer.x_from_z(x);
-            assert!(close(y, y_ref, 1e-10), "{family:?} {values:?} x={x}: y {y} vs {y_ref}");
-            assert!(close(ld, ld_ref, 1e-10), "{family:?} {values:?} x={x}: log f' {ld} vs {ld_ref}");
+            assert!(
+                close(y, y_ref, 1e-10),
+                "{family:?} {values:?} x={x}: y {y} vs {y_ref}"
+            );
+            assert!(
+                close(ld, ld_ref, 1e-10),
+                "{family:?} {values:?} x={x}: log f' {ld} vs {ld_ref}"
+            );
             let (x_back, ld_back) = layer.z_from_x(y_ref);
-            assert!(close(x_back, x, 1e-9), "{family:?} {values:?}: inverse {x_back} vs {x}");
+            assert!(
+                close(x_back, x, 1e-9),
+                "{family:?} {values:?}: inverse {x_back} vs {x}"
+            );
             assert!(close(ld_back, ld_ref, 1e-9));
             checked += 1;
         }
@@ -63,7 +75,12 @@ fn scalar_families_match_bijx_to_1e_10() {
 fn parameter_transforms_match_bijx() {
     let data = fixture();
     let t = &data["transforms"];
-    let raw: Vec<f64> = t["raw_inputs"].as_array().unwrap().iter().map(num).collect();
+    let raw: Vec<f64> = t["raw_inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(num)
+        .collect();
     let col = |key: &str| -> Vec<f64> { t[key].as_array().unwrap().iter().map(num).collect() };
     let alpha = col("CubicRational.alpha: SigmoidTransform(low=-1,high=8,eps=1e-3)");
     let beta = col("CubicRational.beta: SoftplusTransform(eps=0.1) = 0.1+softplus(raw+1)");
@@ -76,13 +93,22 @@ fn parameter_transforms_match_bijx() {
         assert!(close(cr[1], beta[i], 1e-12), "beta({r})");
         let sh = Scalar::<f64>::from_raw(Family::Sinh, &[r, 0.0, 0.0, r, r]).constrained();
         assert!(close(sh[0], s[i], 1e-12), "s({r})");
-        assert!(close(sh[3], mu[i], 1e-12) && close(sh[4], mu[i], 1e-12), "mu/nu({r})");
+        assert!(
+            close(sh[3], mu[i], 1e-12) && close(sh[4], mu[i], 1e-12),
+            "mu/nu({r})"
+        );
         let cu = Scalar::<f64>::from_raw(Family::Cubic, &[r, r, 0.0, 0.0]).constrained();
-        assert!(close(cu[0], ab[i], 1e-12) && close(cu[1], ab[i], 1e-12), "a/b({r})");
+        assert!(
+            close(cu[0], ab[i], 1e-12) && close(cu[1], ab[i], 1e-12),
+            "a/b({r})"
+        );
     }
     // Default initializations give the documented constrained values.
     let mut zero = || 0.0;
-    let d = Scalar::<f64>::from_raw(Family::CubicRational, &Family::CubicRational.default_raw(&mut zero));
+    let d = Scalar::<f64>::from_raw(
+        Family::CubicRational,
+        &Family::CubicRational.default_raw(&mut zero),
+    );
     assert!(close(d.constrained()[1], 1.0, 1e-12));
     let d = Scalar::<f64>::from_raw(Family::Sinh, &Family::Sinh.default_raw(&mut zero));
     assert!(close(d.constrained()[0], 1.0, 1e-12));
@@ -104,19 +130,39 @@ fn identities_match_bijx() {
         let (lo, hi) = pair(key);
         let got_hi = layer.x_from_z(1e3).0 - 1e3;
         let got_lo = layer.x_from_z(-1e3).0 + 1e3;
-        assert!((got_hi - lo).abs() < 1e-9 && (got_lo - hi).abs() < 1e-9, "{key}: {got_hi} {got_lo}");
+        assert!(
+            (got_hi - lo).abs() < 1e-9 && (got_lo - hi).abs() < 1e-9,
+            "{key}: {got_hi} {got_lo}"
+        );
     };
-    check(Family::CubicRational, &[2.0, 1.0, 0.0], "cubic_rational_y_minus_x_at_pm1e3(loc0,alpha2,beta1)");
-    check(Family::Sinh, &[2.0, 0.5, 0.0, 0.3, -0.2], "sinh_y_minus_x_at_pm1e3(loc0,s2,beta0.5,mu0.3,nu-0.2)");
-    check(Family::Cubic, &[1.0, 0.3, 1.0, 0.0], "cubic_conj_y_minus_x_at_pm1e3(loc0,beta1,a1,b0.3)");
+    check(
+        Family::CubicRational,
+        &[2.0, 1.0, 0.0],
+        "cubic_rational_y_minus_x_at_pm1e3(loc0,alpha2,beta1)",
+    );
+    check(
+        Family::Sinh,
+        &[2.0, 0.5, 0.0, 0.3, -0.2],
+        "sinh_y_minus_x_at_pm1e3(loc0,s2,beta0.5,mu0.3,nu-0.2)",
+    );
+    check(
+        Family::Cubic,
+        &[1.0, 0.3, 1.0, 0.0],
+        "cubic_conj_y_minus_x_at_pm1e3(loc0,beta1,a1,b0.3)",
+    );
 }
 
 #[test]
 fn float32_stress_inverse_matches_float64_reference() {
     let data = fixture();
-    for case in data["float32_stress"]["cubic_rational_inverse_large_y"].as_array().unwrap() {
+    for case in data["float32_stress"]["cubic_rational_inverse_large_y"]
+        .as_array()
+        .unwrap()
+    {
         let (alpha, beta) = (num(&case["alpha"]), num(&case["beta"]));
-        let raw = Family::CubicRational.raw_from_constrained(&[alpha, beta, 0.0]).unwrap();
+        let raw = Family::CubicRational
+            .raw_from_constrained(&[alpha, beta, 0.0])
+            .unwrap();
         let raw32: Vec<f32> = raw.iter().map(|&v| v as f32).collect();
         let layer = Scalar::<f32>::from_raw(Family::CubicRational, &raw32);
         let ys = case["y"].as_array().unwrap();
@@ -124,12 +170,20 @@ fn float32_stress_inverse_matches_float64_reference() {
         for (y, x) in ys.iter().zip(xs) {
             let (got, _) = layer.z_from_x(num(y) as f32);
             let want = num(x);
-            assert!(((got as f64) - want).abs() <= 2e-6 * want.abs().max(1.0), "y={y}: {got} vs {want}");
+            assert!(
+                ((got as f64) - want).abs() <= 2e-6 * want.abs().max(1.0),
+                "y={y}: {got} vs {want}"
+            );
         }
     }
 }
 
-fn radial_flow(family: Family, constrained: &[f64], center: &[f64], log_scale: &[f64]) -> flowplay::flow::RadialFlow<f64> {
+fn radial_flow(
+    family: Family,
+    constrained: &[f64],
+    center: &[f64],
+    log_scale: &[f64],
+) -> flowplay::flow::RadialFlow<f64> {
     use flowplay::bijection::Stack;
     use flowplay::flow::{RadialConditioner, RadialFlow, RadialSpec};
     let spec = RadialSpec {
@@ -159,7 +213,12 @@ fn radial_flows_match_bijx_to_1e_10() {
         let label = case["label"].as_str().unwrap();
         assert!(label.contains(&format!("{}D", case["dim"].as_u64().unwrap())));
         let vec_of = |v: &Value| -> Vec<f64> { v.as_array().unwrap().iter().map(num).collect() };
-        let flow = radial_flow(family, &values, &vec_of(&case["center"]), &vec_of(&case["log_scale"]));
+        let flow = radial_flow(
+            family,
+            &values,
+            &vec_of(&case["center"]),
+            &vec_of(&case["log_scale"]),
+        );
         for row in case["rows"].as_array().unwrap() {
             let x = vec_of(&row["x"]);
             let y_ref = vec_of(&row["y"]);
@@ -170,7 +229,11 @@ fn radial_flows_match_bijx_to_1e_10() {
             for (a, b) in y.iter().zip(&y_ref) {
                 assert!(close(*a, *b, 1e-10), "{label}: {y:?} vs {y_ref:?}");
             }
-            assert!(close(ld[0], ld_ref, 1e-10), "{label}: log det {} vs {ld_ref}", ld[0]);
+            assert!(
+                close(ld[0], ld_ref, 1e-10),
+                "{label}: log det {} vs {ld_ref}",
+                ld[0]
+            );
             let mut back = vec![0.0; x.len()];
             let mut ld_back = [0.0];
             flow.z_from_x(&y_ref, &mut back, &mut ld_back);
@@ -201,17 +264,26 @@ fn angle_dependent_radial_matches_bijx() {
         let x: Vec<f64> = row["x"].as_array().unwrap().iter().map(num).collect();
         let y_ref: Vec<f64> = row["y"].as_array().unwrap().iter().map(num).collect();
         let (center, log_scale): ([f64; 2], [f64; 2]) = ([0.1, -0.2], [0.0, 0.3]);
-        let scaled = [(x[0] - center[0]) * log_scale[0].exp(), (x[1] - center[1]) * log_scale[1].exp()];
+        let scaled = [
+            (x[0] - center[0]) * log_scale[0].exp(),
+            (x[1] - center[1]) * log_scale[1].exp(),
+        ];
         let r = (scaled[0] * scaled[0] + scaled[1] * scaled[1]).sqrt();
         let features = [scaled[0] / r, scaled[1] / r, 1.0];
-        let params: Vec<f64> = w.iter().map(|wr| wr.iter().zip(&features).map(|(a, b)| a * b).sum()).collect();
+        let params: Vec<f64> = w
+            .iter()
+            .map(|wr| wr.iter().zip(&features).map(|(a, b)| a * b).sum())
+            .collect();
         // Any admissible parameters serve for the geometry; the ray's own map
         // is given in constrained form (its beta is below our transform's 0.1).
         let flow = radial_flow(Family::CubicRational, &[0.0, 1.0, 0.0], &center, &log_scale);
         let layer = CubicRational::from_constrained(params[0], params[1], params[2]);
         let mut y = [0.0; 2];
         let ld = flow.x_from_z_with_layers(&[Scalar::CubicRational(layer)], &x, &mut y);
-        assert!(close(y[0], y_ref[0], 1e-10) && close(y[1], y_ref[1], 1e-10), "{y:?} vs {y_ref:?}");
+        assert!(
+            close(y[0], y_ref[0], 1e-10) && close(y[1], y_ref[1], 1e-10),
+            "{y:?} vs {y_ref:?}"
+        );
         assert!(close(ld, num(&row["log_det_J"]), 1e-10));
     }
 }
@@ -223,11 +295,17 @@ fn fast_cube_root_is_exact_to_an_ulp_or_two() {
     while x < 1e30 {
         for v in [x, -x, x * 1.37] {
             let got = <f64 as Real>::cbrt(v);
-            assert!((got - v.cbrt()).abs() <= 4.0 * f64::EPSILON * v.cbrt().abs(), "cbrt({v}) = {got}");
+            assert!(
+                (got - v.cbrt()).abs() <= 4.0 * f64::EPSILON * v.cbrt().abs(),
+                "cbrt({v}) = {got}"
+            );
             let v32 = v as f32;
             if v32.is_normal() {
                 let got32 = <f32 as Real>::cbrt(v32);
-                assert!((got32 - v32.cbrt()).abs() <= 4.0 * f32::EPSILON * v32.cbrt().abs(), "cbrt({v32}) = {got32}");
+                assert!(
+                    (got32 - v32.cbrt()).abs() <= 4.0 * f32::EPSILON * v32.cbrt().abs(),
+                    "cbrt({v32}) = {got32}"
+                );
             }
         }
         x *= 1.9;

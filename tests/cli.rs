@@ -29,7 +29,13 @@ fn run(args: &[&str]) -> (i32, String, String) {
 fn eval(model: &Value, points: &Value, extra: &[&str]) -> (i32, String, String) {
     let m = temp(&format!("m{}.json", rand_name()), &model.to_string());
     let p = temp(&format!("p{}.json", rand_name()), &points.to_string());
-    let mut args = vec!["eval", "--model", m.to_str().unwrap(), "--points", p.to_str().unwrap()];
+    let mut args = vec![
+        "eval",
+        "--model",
+        m.to_str().unwrap(),
+        "--points",
+        p.to_str().unwrap(),
+    ];
     args.extend_from_slice(extra);
     run(&args)
 }
@@ -64,9 +70,20 @@ fn eval_scalar_models_from_the_issue() {
         let (code, out, err) = eval(&model, &points, &[]);
         assert_eq!(code, 0, "{err}");
         let fwd: Value = serde_json::from_str(&out).unwrap();
-        let back_pts = temp(&format!("back{}.json", rand_name()), &fwd["points"].to_string());
+        let back_pts = temp(
+            &format!("back{}.json", rand_name()),
+            &fwd["points"].to_string(),
+        );
         let m = temp(&format!("mm{}.json", rand_name()), &model.to_string());
-        let (code, out, _) = run(&["eval", "--model", m.to_str().unwrap(), "--points", back_pts.to_str().unwrap(), "--direction", "z_from_x"]);
+        let (code, out, _) = run(&[
+            "eval",
+            "--model",
+            m.to_str().unwrap(),
+            "--points",
+            back_pts.to_str().unwrap(),
+            "--direction",
+            "z_from_x",
+        ]);
         assert_eq!(code, 0);
         let back: Value = serde_json::from_str(&out).unwrap();
         for i in 0..3 {
@@ -98,7 +115,11 @@ fn eval_radial_model_matches_bijx_in_both_precisions() {
 fn bad_input_gives_one_line_errors_and_nonzero_exit() {
     let pts = json!([[0.5]]);
     let cases: Vec<(Value, Value, &str)> = vec![
-        (json!({"type": "scalar", "family": "quartic", "params": {}}), pts.clone(), "unknown family 'quartic'"),
+        (
+            json!({"type": "scalar", "family": "quartic", "params": {}}),
+            pts.clone(),
+            "unknown family 'quartic'",
+        ),
         (
             json!({"type": "scalar", "family": "cubic_rational", "params": {"alpha": 9.0, "beta": 1.0, "c": 0.0}}),
             pts.clone(),
@@ -114,7 +135,11 @@ fn bad_input_gives_one_line_errors_and_nonzero_exit() {
             pts.clone(),
             "no parameter 'gamma'",
         ),
-        (json!({"type": "teapot"}), pts.clone(), "unknown type 'teapot'"),
+        (
+            json!({"type": "teapot"}),
+            pts.clone(),
+            "unknown type 'teapot'",
+        ),
         (
             json!({"type": "scalar", "family": "cubic", "params": {"a": 1.0, "b": 0.3, "beta": 1.0, "c": 0.0}}),
             json!([[0.5], ["NaN"]]),
@@ -143,10 +168,22 @@ fn bad_input_gives_one_line_errors_and_nonzero_exit() {
     // Not JSON at all, and a file that does not exist.
     let bad = temp("bad.json", "{not json");
     let good_pts = temp("pts.json", "[[1.0]]");
-    let (code, _, err) = run(&["eval", "--model", bad.to_str().unwrap(), "--points", good_pts.to_str().unwrap()]);
+    let (code, _, err) = run(&[
+        "eval",
+        "--model",
+        bad.to_str().unwrap(),
+        "--points",
+        good_pts.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1);
     assert!(err.contains("is not valid JSON"), "{err}");
-    let (code, _, err) = run(&["eval", "--model", "/nonexistent/model.json", "--points", good_pts.to_str().unwrap()]);
+    let (code, _, err) = run(&[
+        "eval",
+        "--model",
+        "/nonexistent/model.json",
+        "--points",
+        good_pts.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1);
     assert!(err.contains("cannot read model file"), "{err}");
     // Unknown options and values on train.
@@ -163,7 +200,11 @@ fn bad_input_gives_one_line_errors_and_nonzero_exit() {
     assert_eq!(code, 1);
     assert!(err.contains("cannot read image"), "{err}");
     let not_image = temp("fake.png", "this is text");
-    let (code, _, err) = run(&["train", "--target", &format!("image:{}", not_image.display())]);
+    let (code, _, err) = run(&[
+        "train",
+        "--target",
+        &format!("image:{}", not_image.display()),
+    ]);
     assert_eq!(code, 1);
     assert!(err.contains("not a PNG or JPEG"), "{err}");
 }
@@ -176,15 +217,44 @@ fn train_writes_a_report_whose_model_eval_reads_and_reruns_are_identical() {
     for run_no in 0..2 {
         let out = dir.join(format!("run{run_no}.json"));
         let (code, stdout, err) = run(&[
-            "train", "--target", "rings", "--flow", "radial", "--family", "cubic_rational", "--stack", "8",
-            "--steps", "40", "--batch", "128", "--lr", "1e-2", "--seed", "3", "--eval-samples", "2000",
-            "--out", out.to_str().unwrap(),
+            "train",
+            "--target",
+            "rings",
+            "--flow",
+            "radial",
+            "--family",
+            "cubic_rational",
+            "--stack",
+            "8",
+            "--steps",
+            "40",
+            "--batch",
+            "128",
+            "--lr",
+            "1e-2",
+            "--seed",
+            "3",
+            "--eval-samples",
+            "2000",
+            "--out",
+            out.to_str().unwrap(),
         ]);
         assert_eq!(code, 0, "{err}");
-        assert!(stdout.contains("rings radial cubic_rational x8: 40 steps"), "{stdout}");
+        assert!(
+            stdout.contains("rings radial cubic_rational x8: 40 steps"),
+            "{stdout}"
+        );
         assert!(err.contains("step      40/40"), "progress on stderr: {err}");
         let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-        for key in ["steps", "seconds", "steps_per_second", "final_loss", "test_nll", "n_params", "model"] {
+        for key in [
+            "steps",
+            "seconds",
+            "steps_per_second",
+            "final_loss",
+            "test_nll",
+            "n_params",
+            "model",
+        ] {
             assert!(!report[key].is_null(), "report has {key}");
         }
         assert_eq!(report["steps"], 40);
@@ -196,7 +266,11 @@ fn train_writes_a_report_whose_model_eval_reads_and_reruns_are_identical() {
     assert_eq!(reports[0]["test_nll"], reports[1]["test_nll"]);
     assert_eq!(reports[0]["model"], reports[1]["model"]);
     // The saved model is what eval reads.
-    let (code, out, err) = eval(&reports[0]["model"], &json!([[0.3, -0.7], [2.0, 1.0]]), &["--direction", "z_from_x"]);
+    let (code, out, err) = eval(
+        &reports[0]["model"],
+        &json!([[0.3, -0.7], [2.0, 1.0]]),
+        &["--direction", "z_from_x"],
+    );
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["points"].as_array().unwrap().len(), 2);
@@ -204,14 +278,40 @@ fn train_writes_a_report_whose_model_eval_reads_and_reruns_are_identical() {
 
 #[test]
 fn every_flow_and_family_is_reachable_from_the_flags() {
-    for (flow, target) in [("radial", "annulus"), ("radial-fourier", "spiral"), ("coupling", "checkerboard"), ("elementwise", "poly1d")] {
+    for (flow, target) in [
+        ("radial", "annulus"),
+        ("radial-fourier", "spiral"),
+        ("coupling", "checkerboard"),
+        ("elementwise", "poly1d"),
+    ] {
         for family in ["cubic_rational", "sinh", "cubic", "affine", "spline"] {
             let (code, stdout, err) = run(&[
-                "train", "--target", target, "--flow", flow, "--family", family, "--stack", "2",
-                "--layers", "2", "--width", "8", "--steps", "3", "--batch", "32", "--eval-samples", "200", "--quiet",
+                "train",
+                "--target",
+                target,
+                "--flow",
+                flow,
+                "--family",
+                family,
+                "--stack",
+                "2",
+                "--layers",
+                "2",
+                "--width",
+                "8",
+                "--steps",
+                "3",
+                "--batch",
+                "32",
+                "--eval-samples",
+                "200",
+                "--quiet",
             ]);
             assert_eq!(code, 0, "{flow} {family}: {err}");
-            assert!(stdout.contains(&format!("{target} {flow} {family} x2: 3 steps")), "{stdout}");
+            assert!(
+                stdout.contains(&format!("{target} {flow} {family} x2: 3 steps")),
+                "{stdout}"
+            );
         }
     }
 }

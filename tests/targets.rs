@@ -19,7 +19,14 @@ fn mass(target: &Target, half: f64, n: usize) -> f64 {
 
 #[test]
 fn known_densities_are_normalized_and_match_their_samplers() {
-    for name in ["8gaussians", "rings", "circles", "checkerboard", "spiral", "annulus"] {
+    for name in [
+        "8gaussians",
+        "rings",
+        "circles",
+        "checkerboard",
+        "spiral",
+        "annulus",
+    ] {
         let target = Target::parse(name).unwrap();
         assert_eq!(target.kind(), TargetKind::Samples);
         let n = if name == "spiral" { 200 } else { 500 };
@@ -54,7 +61,12 @@ fn known_densities_are_normalized_and_match_their_samplers() {
         for k in 0..5 {
             let se = ((sample_sq[k] - sample_mean[k] * sample_mean[k]) / n_samples as f64).sqrt();
             let diff = (sample_mean[k] - grid_mean[k]).abs();
-            assert!(diff < 5.0 * se + 0.01, "{name}: moment {k}: samples {} vs density {}", sample_mean[k], grid_mean[k]);
+            assert!(
+                diff < 5.0 * se + 0.01,
+                "{name}: moment {k}: samples {} vs density {}",
+                sample_mean[k],
+                grid_mean[k]
+            );
         }
     }
 }
@@ -93,8 +105,14 @@ fn energy_gradients_match_finite_differences() {
                 let mut xm = x.clone();
                 xp[k] += h;
                 xm[k] -= h;
-                let fd = (target.log_density_grad(&xp).unwrap().0 - target.log_density_grad(&xm).unwrap().0) / (2.0 * h);
-                assert!((g[k] - fd).abs() < 1e-5 * (1.0 + fd.abs()), "{name} at {x:?}: {} vs {fd}", g[k]);
+                let fd = (target.log_density_grad(&xp).unwrap().0
+                    - target.log_density_grad(&xm).unwrap().0)
+                    / (2.0 * h);
+                assert!(
+                    (g[k] - fd).abs() < 1e-5 * (1.0 + fd.abs()),
+                    "{name} at {x:?}: {} vs {fd}",
+                    g[k]
+                );
             }
         }
     }
@@ -117,7 +135,12 @@ fn images_become_densities_and_non_images_are_refused() {
     let mut rng = Rng::seeded(2);
     let xs = target.sample(500, &mut rng).unwrap();
     // Top-right pixel: x in [1.75, 3.5), y in (0, 1.75].
-    assert!(xs.chunks(2).all(|p| p[0] >= 1.75 && p[0] < 3.5 && p[1] > 0.0 && p[1] <= 1.75), "{:?}", &xs[..4]);
+    assert!(
+        xs.chunks(2)
+            .all(|p| p[0] >= 1.75 && p[0] < 3.5 && p[1] > 0.0 && p[1] <= 1.75),
+        "{:?}",
+        &xs[..4]
+    );
     assert!((mass(&target, 4.0, 400) - 1.0).abs() < 0.02);
     // Inverted, the same image puts its mass on the seven dark pixels.
     let inverted = Target::Image(ImageDensity::from_bytes(&png, true).unwrap());

@@ -1,7 +1,7 @@
 //! Training end to end: the paper's reference recipe, reverse KL, divergence.
 
 use flowplay::bijection::Family;
-use flowplay::flow::{Flow, FlowConfig, FlowKind};
+use flowplay::flow::{FlowConfig, FlowKind};
 use flowplay::rng::Rng;
 use flowplay::target::Target;
 use flowplay::train::run::{Precision, RunConfig, report, train};
@@ -32,7 +32,10 @@ fn spiral_reference_recipe_reaches_the_papers_nll() {
     assert!(outcome.stopped.is_none());
     let r = report(&config, &outcome);
     let nll = r["test_nll"].as_f64().unwrap();
-    eprintln!("spiral recipe: held-out NLL {nll:.4} nats in {:.1} s", outcome.seconds);
+    eprintln!(
+        "spiral recipe: held-out NLL {nll:.4} nats in {:.1} s",
+        outcome.seconds
+    );
     assert_eq!(r["n_params"], 1796);
     assert!(nll <= -0.62, "held-out NLL {nll}");
 }
@@ -68,8 +71,18 @@ fn reverse_kl_learns_the_1d_target() {
     // An untrained flow is far worse.
     let mut rng = Rng::seeded(1);
     let untrained = config.flow.build::<f64>(1, &mut rng).unwrap();
-    let m = flowplay::train::metrics::reverse_metrics(untrained.as_flow(), &Target::Poly1d, 5000, &mut rng).unwrap();
-    assert!(m.reverse_kl > kl + 0.5, "untrained {} vs trained {kl}", m.reverse_kl);
+    let m = flowplay::train::metrics::reverse_metrics(
+        untrained.as_flow(),
+        &Target::Poly1d,
+        5000,
+        &mut rng,
+    )
+    .unwrap();
+    assert!(
+        m.reverse_kl > kl + 0.5,
+        "untrained {} vs trained {kl}",
+        m.reverse_kl
+    );
 }
 
 /// A learning rate that blows up training stops it with a clear error and keeps
@@ -109,7 +122,9 @@ fn divergence_stops_training_and_keeps_the_last_good_parameters() {
 #[test]
 fn trainer_refuses_mismatched_settings() {
     let mut rng = Rng::seeded(0);
-    let model = FlowConfig::defaults(FlowKind::Radial).build::<f64>(2, &mut rng).unwrap();
+    let model = FlowConfig::defaults(FlowKind::Radial)
+        .build::<f64>(2, &mut rng)
+        .unwrap();
     let settings = |loss, lr| TrainSettings {
         batch: 8,
         learning_rate: lr,
@@ -118,8 +133,36 @@ fn trainer_refuses_mismatched_settings() {
         threads: 1,
     };
     let err = |r: Result<CpuTrainer<f32>, String>| r.err().unwrap_or_default();
-    assert!(err(CpuTrainer::new(model.clone(), Target::Poly1d, settings(Loss::ReverseKl, 1e-3))).contains("2D but target 'poly1d' is 1D"));
-    assert!(err(CpuTrainer::new(model.clone(), Target::TwoMoonsEnergy, settings(Loss::ForwardKl, 1e-3))).contains("no sampler"));
-    assert!(err(CpuTrainer::new(model.clone(), Target::Moons, settings(Loss::ReverseKl, 1e-3))).contains("no differentiable density"));
-    assert!(err(CpuTrainer::new(model, Target::Moons, settings(Loss::ForwardKl, -1.0))).contains("learning rate"));
+    assert!(
+        err(CpuTrainer::new(
+            model.clone(),
+            Target::Poly1d,
+            settings(Loss::ReverseKl, 1e-3)
+        ))
+        .contains("2D but target 'poly1d' is 1D")
+    );
+    assert!(
+        err(CpuTrainer::new(
+            model.clone(),
+            Target::TwoMoonsEnergy,
+            settings(Loss::ForwardKl, 1e-3)
+        ))
+        .contains("no sampler")
+    );
+    assert!(
+        err(CpuTrainer::new(
+            model.clone(),
+            Target::Moons,
+            settings(Loss::ReverseKl, 1e-3)
+        ))
+        .contains("no differentiable density")
+    );
+    assert!(
+        err(CpuTrainer::new(
+            model,
+            Target::Moons,
+            settings(Loss::ForwardKl, -1.0)
+        ))
+        .contains("learning rate")
+    );
 }

@@ -5,8 +5,18 @@ use super::{ParamSpec, ScalarPartials};
 use crate::real::Real;
 
 pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec::new("a", "e^-2 < a < e^2", 0.135_335_283_236_612_7, 7.389_056_098_930_65),
-    ParamSpec::new("b", "e^-2 < b < e^2", 0.135_335_283_236_612_7, 7.389_056_098_930_65),
+    ParamSpec::new(
+        "a",
+        "e^-2 < a < e^2",
+        0.135_335_283_236_612_7,
+        7.389_056_098_930_65,
+    ),
+    ParamSpec::new(
+        "b",
+        "e^-2 < b < e^2",
+        0.135_335_283_236_612_7,
+        7.389_056_098_930_65,
+    ),
     ParamSpec::new("beta", "any real", f64::NEG_INFINITY, f64::INFINITY),
     ParamSpec::new("c", "any real", f64::NEG_INFINITY, f64::INFINITY),
 ];
@@ -119,7 +129,13 @@ impl<T: Real> Cubic<T> {
 
     /// Partials at `x`, given `y = f(x)` (so nothing is solved again).
     #[inline]
-    pub fn partials_at(&self, x: T, y: T, f_raw: &mut [T], logd_raw: &mut [T]) -> ScalarPartials<T> {
+    pub fn partials_at(
+        &self,
+        x: T,
+        y: T,
+        f_raw: &mut [T],
+        logd_raw: &mut [T],
+    ) -> ScalarPartials<T> {
         let b = self.b;
         let u = x - self.c;
         let v = y - self.c;

@@ -280,7 +280,14 @@ impl<T: Real> Scalar<T> {
     }
 
     #[inline]
-    fn x_from_z_vjp_n<const N: usize>(&self, z: T, x: T, x_bar: T, ld_bar: T, raw_bar: &mut [T]) -> T {
+    fn x_from_z_vjp_n<const N: usize>(
+        &self,
+        z: T,
+        x: T,
+        x_bar: T,
+        ld_bar: T,
+        raw_bar: &mut [T],
+    ) -> T {
         let n = raw_bar.len();
         let mut f_raw = [T::zero(); N];
         let mut l_raw = [T::zero(); N];
@@ -304,7 +311,14 @@ impl<T: Real> Scalar<T> {
     }
 
     #[inline]
-    fn z_from_x_vjp_n<const N: usize>(&self, z: T, x: T, z_bar: T, ld_bar: T, raw_bar: &mut [T]) -> T {
+    fn z_from_x_vjp_n<const N: usize>(
+        &self,
+        z: T,
+        x: T,
+        z_bar: T,
+        ld_bar: T,
+        raw_bar: &mut [T],
+    ) -> T {
         let n = raw_bar.len();
         let mut f_raw = [T::zero(); N];
         let mut l_raw = [T::zero(); N];

@@ -50,7 +50,13 @@ impl<T: Real> Sinh<T> {
     }
 
     pub fn raw_from_constrained(v: &[f64]) -> Vec<f64> {
-        vec![softplus_inv(v[0] - S_MIN), v[1], v[2], v[3].sinh(), v[4].sinh()]
+        vec![
+            softplus_inv(v[0] - S_MIN),
+            v[1],
+            v[2],
+            v[3].sinh(),
+            v[4].sinh(),
+        ]
     }
 
     pub fn constrained(&self) -> Vec<f64> {

@@ -25,7 +25,10 @@ pub struct SplineShape {
 
 impl Default for SplineShape {
     fn default() -> Self {
-        Self { bins: 8, bound: 5.0 }
+        Self {
+            bins: 8,
+            bound: 5.0,
+        }
     }
 }
 
@@ -212,7 +215,9 @@ impl<T: Real> Spline<T> {
         let qb = h * d0 - dy * sum;
         let qc = -s * dy;
         let disc = (qb * qb - T::c(4.0) * qa * qc).max(T::zero());
-        let xi = (two * qc / (-qb - disc.sqrt())).max(T::zero()).min(T::one());
+        let xi = (two * qc / (-qb - disc.sqrt()))
+            .max(T::zero())
+            .min(T::one());
         let x = self.xs[i] + xi * w;
         let (_, logd, _, _, _) = self.eval_bin(i, x, false);
         (x, logd)

@@ -100,43 +100,89 @@ impl Stack {
         (z, ld)
     }
 
+    // Traced passes. The `_lanes` forms run several independent chains (one per
+    // lane, each with its own layers) in lockstep, layer by layer: a chain is a
+    // sequence of dependent operations, and interleaving lanes lets the CPU
+    // overlap them. `traces` holds `lanes x K` values, row-major.
+
+    /// `f(z)` alone, recording each layer's input in `trace`.
+    #[inline]
+    pub fn x_from_z_value_trace<T: Real>(built: &[Scalar<T>], z: T, trace: &mut [T]) -> T {
+        let mut v = [z];
+        Self::x_from_z_value_lanes(&[built], &mut v, trace);
+        v[0]
+    }
+
     /// As [`Stack::x_from_z`], recording each layer's input in `trace`.
     #[inline]
     pub fn x_from_z_trace<T: Real>(built: &[Scalar<T>], z: T, trace: &mut [T]) -> (T, T) {
-        let mut x = z;
-        let mut ld = T::zero();
-        for (layer, t) in built.iter().zip(trace.iter_mut()) {
-            *t = x;
-            let (y, l) = layer.x_from_z(x);
-            x = y;
-            ld += l;
-        }
-        (x, ld)
-    }
-
-    /// `f(z)` alone, recording each layer's input in `trace` (no log-derivative).
-    #[inline]
-    pub fn x_from_z_value_trace<T: Real>(built: &[Scalar<T>], z: T, trace: &mut [T]) -> T {
-        let mut x = z;
-        for (layer, t) in built.iter().zip(trace.iter_mut()) {
-            *t = x;
-            x = layer.x_from_z_value(x);
-        }
-        x
+        let (mut v, mut ld) = ([z], [T::zero()]);
+        Self::x_from_z_lanes(&[built], &mut v, &mut ld, trace);
+        (v[0], ld[0])
     }
 
     /// As [`Stack::z_from_x`], recording each layer's input (forward sense) in `trace`.
     #[inline]
     pub fn z_from_x_trace<T: Real>(built: &[Scalar<T>], x: T, trace: &mut [T]) -> (T, T) {
-        let mut z = x;
-        let mut ld = T::zero();
-        for (layer, t) in built.iter().zip(trace.iter_mut()).rev() {
-            let (y, l) = layer.z_from_x(z);
-            z = y;
-            *t = z;
-            ld += l;
+        let (mut v, mut ld) = ([x], [T::zero()]);
+        Self::z_from_x_lanes(&[built], &mut v, &mut ld, trace);
+        (v[0], ld[0])
+    }
+
+    /// Lanes of [`Stack::x_from_z_value_trace`]: `v` in, `f(v)` out.
+    #[inline]
+    pub fn x_from_z_value_lanes<T: Real, B: AsRef<[Scalar<T>]>>(
+        built: &[B],
+        v: &mut [T],
+        traces: &mut [T],
+    ) {
+        let k_len = traces.len() / v.len().max(1);
+        for k in 0..k_len {
+            for (lane, x) in v.iter_mut().enumerate() {
+                traces[lane * k_len + k] = *x;
+                *x = built[lane].as_ref()[k].x_from_z_value(*x);
+            }
         }
-        (z, ld)
+    }
+
+    /// Lanes of [`Stack::x_from_z_trace`]: `v` in, `f(v)` out, `sum log f'` into `ld`.
+    #[inline]
+    pub fn x_from_z_lanes<T: Real, B: AsRef<[Scalar<T>]>>(
+        built: &[B],
+        v: &mut [T],
+        ld: &mut [T],
+        traces: &mut [T],
+    ) {
+        let k_len = traces.len() / v.len().max(1);
+        ld.iter_mut().for_each(|l| *l = T::zero());
+        for k in 0..k_len {
+            for (lane, x) in v.iter_mut().enumerate() {
+                traces[lane * k_len + k] = *x;
+                let (y, l) = built[lane].as_ref()[k].x_from_z(*x);
+                *x = y;
+                ld[lane] += l;
+            }
+        }
+    }
+
+    /// Lanes of [`Stack::z_from_x_trace`]: `v` in, `f^-1(v)` out, `sum log f'` into `ld`.
+    #[inline]
+    pub fn z_from_x_lanes<T: Real, B: AsRef<[Scalar<T>]>>(
+        built: &[B],
+        v: &mut [T],
+        ld: &mut [T],
+        traces: &mut [T],
+    ) {
+        let k_len = traces.len() / v.len().max(1);
+        ld.iter_mut().for_each(|l| *l = T::zero());
+        for k in (0..k_len).rev() {
+            for (lane, x) in v.iter_mut().enumerate() {
+                let (y, l) = built[lane].as_ref()[k].z_from_x(*x);
+                *x = y;
+                traces[lane * k_len + k] = y;
+                ld[lane] += l;
+            }
+        }
     }
 
     /// Backward through `x_from_z`: given the trace, the stack's output `x`, and
@@ -152,13 +198,9 @@ impl Stack {
         ld_bar: T,
         raw_bar: &mut [T],
     ) -> T {
-        let mut bar = x_bar;
-        let mut out = x;
-        for k in (0..built.len()).rev() {
-            bar = built[k].x_from_z_vjp(trace[k], out, bar, ld_bar, &mut raw_bar[self.layer_range(k)]);
-            out = trace[k];
-        }
-        bar
+        let mut bar = [x_bar];
+        self.x_from_z_backward_lanes(&[built], trace, &[x], &mut bar, &[ld_bar], raw_bar);
+        bar[0]
     }
 
     /// Backward through `z_from_x` with density log-det `-sum log f'`: given the
@@ -174,12 +216,57 @@ impl Stack {
         ld_bar: T,
         raw_bar: &mut [T],
     ) -> T {
-        let mut bar = z_bar;
-        let n = built.len();
-        for k in 0..n {
-            let out = if k + 1 < n { trace[k + 1] } else { x };
-            bar = built[k].z_from_x_vjp(trace[k], out, bar, ld_bar, &mut raw_bar[self.layer_range(k)]);
+        let mut bar = [z_bar];
+        self.z_from_x_backward_lanes(&[built], trace, &[x], &mut bar, &[ld_bar], raw_bar);
+        bar[0]
+    }
+
+    /// Lanes of [`Stack::x_from_z_backward`]: `bar` holds each lane's output
+    /// adjoint and receives its input adjoint; `raw_bar` is `lanes x n_raw`.
+    #[inline]
+    pub fn x_from_z_backward_lanes<T: Real, B: AsRef<[Scalar<T>]>>(
+        &self,
+        built: &[B],
+        traces: &[T],
+        out: &[T],
+        bar: &mut [T],
+        ld_bar: &[T],
+        raw_bar: &mut [T],
+    ) {
+        let k_len = self.len();
+        let n_raw = self.n_raw;
+        for k in (0..k_len).rev() {
+            let range = self.layer_range(k);
+            for (lane, b) in bar.iter_mut().enumerate() {
+                let t = &traces[lane * k_len..(lane + 1) * k_len];
+                let y = if k + 1 < k_len { t[k + 1] } else { out[lane] };
+                let rb = &mut raw_bar[lane * n_raw + range.start..lane * n_raw + range.end];
+                *b = built[lane].as_ref()[k].x_from_z_vjp(t[k], y, *b, ld_bar[lane], rb);
+            }
         }
-        bar
+    }
+
+    /// Lanes of [`Stack::z_from_x_backward`] (see [`Stack::x_from_z_backward_lanes`]).
+    #[inline]
+    pub fn z_from_x_backward_lanes<T: Real, B: AsRef<[Scalar<T>]>>(
+        &self,
+        built: &[B],
+        traces: &[T],
+        x: &[T],
+        bar: &mut [T],
+        ld_bar: &[T],
+        raw_bar: &mut [T],
+    ) {
+        let k_len = self.len();
+        let n_raw = self.n_raw;
+        for k in 0..k_len {
+            let range = self.layer_range(k);
+            for (lane, b) in bar.iter_mut().enumerate() {
+                let t = &traces[lane * k_len..(lane + 1) * k_len];
+                let y = if k + 1 < k_len { t[k + 1] } else { x[lane] };
+                let rb = &mut raw_bar[lane * n_raw + range.start..lane * n_raw + range.end];
+                *b = built[lane].as_ref()[k].z_from_x_vjp(t[k], y, *b, ld_bar[lane], rb);
+            }
+        }
     }
 }

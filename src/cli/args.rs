@@ -30,14 +30,19 @@ impl Args {
                     Some(v) => v,
                     None => {
                         i += 1;
-                        argv.get(i).cloned().ok_or_else(|| format!("option --{name} needs a value"))?
+                        argv.get(i)
+                            .cloned()
+                            .ok_or_else(|| format!("option --{name} needs a value"))?
                     }
                 };
                 values.insert(name.to_string(), value);
             } else {
                 let mut known: Vec<String> = options.iter().map(|o| format!("--{o}")).collect();
                 known.extend(flags.iter().map(|f| format!("--{f}")));
-                return Err(format!("unknown option '--{name}' (known: {})", known.join(", ")));
+                return Err(format!(
+                    "unknown option '--{name}' (known: {})",
+                    known.join(", ")
+                ));
             }
             i += 1;
         }
@@ -59,14 +64,18 @@ impl Args {
     pub fn get<T: FromStr>(&self, name: &str, default: T) -> Result<T, String> {
         match self.values.get(name) {
             None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| format!("option --{name}: cannot read '{v}' as a {}", short_type::<T>())),
+            Some(v) => v.parse().map_err(|_| {
+                format!(
+                    "option --{name}: cannot read '{v}' as a {}",
+                    short_type::<T>()
+                )
+            }),
         }
     }
 
     pub fn required(&self, name: &str) -> Result<&str, String> {
-        self.str(name).ok_or_else(|| format!("missing required option --{name}"))
+        self.str(name)
+            .ok_or_else(|| format!("missing required option --{name}"))
     }
 }
 

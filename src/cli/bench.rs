@@ -50,7 +50,11 @@ fn recipes() -> Vec<Recipe> {
 }
 
 pub fn run(argv: &[String]) -> Result<(), String> {
-    let args = Args::parse(argv, &["seconds", "batch", "backend", "threads", "grid"], &["json"])?;
+    let args = Args::parse(
+        argv,
+        &["seconds", "batch", "backend", "threads", "grid"],
+        &["json"],
+    )?;
     let seconds: f64 = args.get("seconds", 2.0)?;
     let threads: usize = args.get("threads", default_threads())?.max(1);
     let grid: usize = args.get("grid", 512)?.max(2);
@@ -58,11 +62,17 @@ pub fn run(argv: &[String]) -> Result<(), String> {
         .str("batch")
         .unwrap_or("512,8192")
         .split(',')
-        .map(|b| b.trim().parse::<usize>().map_err(|_| format!("--batch: cannot read '{b}' as a batch size")))
+        .map(|b| {
+            b.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("--batch: cannot read '{b}' as a batch size"))
+        })
         .collect::<Result<_, _>>()?;
     match args.str("backend").unwrap_or("cpu") {
         "cpu" => {}
-        "gpu" | "all" => return Err("the GPU backend is not part of this build yet; use --backend cpu".into()),
+        "gpu" | "all" => {
+            return Err("the GPU backend is not part of this build yet; use --backend cpu".into());
+        }
         other => return Err(format!("--backend must be cpu, gpu or all, got '{other}'")),
     }
     let json_out = args.flag("json");
@@ -87,9 +97,17 @@ pub fn run(argv: &[String]) -> Result<(), String> {
         let (evals, per_grid) = grid_rate(model.as_flow(), grid, threads, seconds);
         if !json_out {
             if grid_rows.is_empty() {
-                println!("{:<40} {:>7} {:>12}", "density on a grid", "grid", "evals/s");
+                println!(
+                    "{:<40} {:>7} {:>12}",
+                    "density on a grid", "grid", "evals/s"
+                );
             }
-            println!("{:<40} {:>7} {:>12.0}   ({per_grid:.1} grids/s)", recipe.name, format!("{grid}^2"), evals);
+            println!(
+                "{:<40} {:>7} {:>12.0}   ({per_grid:.1} grids/s)",
+                recipe.name,
+                format!("{grid}^2"),
+                evals
+            );
         }
         grid_rows.push(json!({"recipe": recipe.name, "backend": "cpu", "grid": grid, "evals_per_second": evals, "grids_per_second": per_grid}));
     }
@@ -145,7 +163,9 @@ fn grid_rate<T: Real>(flow: &dyn Flow<T>, n: usize, threads: usize, seconds: f64
                 let mut ld = vec![T::zero(); m];
                 flow.z_from_x(block, &mut z, &mut ld);
                 total += (0..m)
-                    .map(|i| log_normal(&[z[2 * i].to_f64(), z[2 * i + 1].to_f64()]) + ld[i].to_f64())
+                    .map(|i| {
+                        log_normal(&[z[2 * i].to_f64(), z[2 * i + 1].to_f64()]) + ld[i].to_f64()
+                    })
                     .sum::<f64>();
             }
             total

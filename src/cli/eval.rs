@@ -25,7 +25,11 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     let sampling = match args.str("direction").unwrap_or("x_from_z") {
         "x_from_z" => true,
         "z_from_x" => false,
-        other => return Err(format!("--direction must be x_from_z or z_from_x, got '{other}'")),
+        other => {
+            return Err(format!(
+                "--direction must be x_from_z or z_from_x, got '{other}'"
+            ));
+        }
     };
     let output = match args.str("precision").unwrap_or("f64") {
         "f64" => evaluate::<f64>(&model, &points, sampling)?,
@@ -38,9 +42,9 @@ pub fn run(argv: &[String]) -> Result<(), String> {
 
 /// Points as `[[x1, ...], ...]`, all of one dimension, all finite.
 pub fn parse_points(v: &Value) -> Result<Vec<Vec<f64>>, String> {
-    let rows = v
-        .as_array()
-        .ok_or_else(|| "points must be an array of points, like [[0.5, 1.0], [2.0, -1.0]]".to_string())?;
+    let rows = v.as_array().ok_or_else(|| {
+        "points must be an array of points, like [[0.5, 1.0], [2.0, -1.0]]".to_string()
+    })?;
     let mut out = Vec::with_capacity(rows.len());
     for (i, row) in rows.iter().enumerate() {
         let coords = row
@@ -48,9 +52,9 @@ pub fn parse_points(v: &Value) -> Result<Vec<Vec<f64>>, String> {
             .ok_or_else(|| format!("points[{i}] must be an array of numbers"))?;
         let mut p = Vec::with_capacity(coords.len());
         for (j, c) in coords.iter().enumerate() {
-            let x = c
-                .as_f64()
-                .ok_or_else(|| format!("points[{i}][{j}] is not a number (NaN and infinities are not allowed)"))?;
+            let x = c.as_f64().ok_or_else(|| {
+                format!("points[{i}][{j}] is not a number (NaN and infinities are not allowed)")
+            })?;
             if !x.is_finite() {
                 return Err(format!("points[{i}][{j}] is not finite"));
             }
@@ -62,20 +66,30 @@ pub fn parse_points(v: &Value) -> Result<Vec<Vec<f64>>, String> {
         if let Some(first) = out.first().map(|q: &Vec<f64>| q.len())
             && first != p.len()
         {
-            return Err(format!("points[{i}] has {} coordinates, points[0] has {first}", p.len()));
+            return Err(format!(
+                "points[{i}] has {} coordinates, points[0] has {first}",
+                p.len()
+            ));
         }
         out.push(p);
     }
     Ok(out)
 }
 
-fn evaluate<T: Real>(model: &FlowModel<T>, points: &[Vec<f64>], sampling: bool) -> Result<Value, String> {
+fn evaluate<T: Real>(
+    model: &FlowModel<T>,
+    points: &[Vec<f64>],
+    sampling: bool,
+) -> Result<Value, String> {
     let flow = model.as_flow();
     let d = flow.dim();
     if let Some(p) = points.first()
         && p.len() != d
     {
-        return Err(format!("the model is {d}-dimensional but the points have {} coordinates", p.len()));
+        return Err(format!(
+            "the model is {d}-dimensional but the points have {} coordinates",
+            p.len()
+        ));
     }
     let input: Vec<T> = points.iter().flatten().map(|&v| T::c(v)).collect();
     let mut out = vec![T::zero(); input.len()];
@@ -87,9 +101,14 @@ fn evaluate<T: Real>(model: &FlowModel<T>, points: &[Vec<f64>], sampling: bool) 
     }
     let non_finite = out.iter().chain(&ld).filter(|v| !v.is_finite()).count();
     if non_finite > 0 {
-        eprintln!("flowplay eval: warning: {non_finite} output values are not finite; they are written as null");
+        eprintln!(
+            "flowplay eval: warning: {non_finite} output values are not finite; they are written as null"
+        );
     }
-    let rows: Vec<Vec<f64>> = out.chunks(d).map(|r| r.iter().map(|v| v.to_f64()).collect()).collect();
+    let rows: Vec<Vec<f64>> = out
+        .chunks(d)
+        .map(|r| r.iter().map(|v| v.to_f64()).collect())
+        .collect();
     let ld: Vec<f64> = ld.iter().map(|v| v.to_f64()).collect();
     Ok(json!({"points": rows, "log_det": ld}))
 }

@@ -46,7 +46,9 @@ pub fn main(argv: &[String]) -> i32 {
             }
             Ok(())
         }
-        other => Err(format!("unknown command '{other}' (expected eval, train, bench or help)")),
+        other => Err(format!(
+            "unknown command '{other}' (expected eval, train, bench or help)"
+        )),
     };
     match result {
         Ok(()) => 0,
@@ -65,7 +67,8 @@ pub fn parse_target(name: &str) -> Result<Target, String> {
             None => (rest, false),
         };
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read image '{path}': {e}"))?;
-        let img = ImageDensity::from_bytes(&bytes, invert).map_err(|e| format!("image '{path}': {e}"))?;
+        let img =
+            ImageDensity::from_bytes(&bytes, invert).map_err(|e| format!("image '{path}': {e}"))?;
         return Ok(Target::Image(img));
     }
     Target::parse(name)
@@ -73,6 +76,7 @@ pub fn parse_target(name: &str) -> Result<Target, String> {
 
 /// Reads and parses a JSON file.
 pub fn read_json(path: &str, what: &str) -> Result<serde_json::Value, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {what} '{path}': {e}"))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read {what} '{path}': {e}"))?;
     serde_json::from_str(&text).map_err(|e| format!("{what} '{path}' is not valid JSON: {e}"))
 }

@@ -58,7 +58,11 @@ const OPTIONS: &[&str] = &[
 pub fn config_from_args(args: &Args) -> Result<RunConfig, String> {
     let target_name = args.str("target").unwrap_or("spiral");
     let target = parse_target(target_name)?;
-    let default_kind = if target.dim() == 1 { FlowKind::Elementwise } else { FlowKind::RadialFourier };
+    let default_kind = if target.dim() == 1 {
+        FlowKind::Elementwise
+    } else {
+        FlowKind::RadialFourier
+    };
     let kind = match args.str("flow") {
         Some(k) => FlowKind::parse(k)?,
         None => default_kind,
@@ -70,8 +74,14 @@ pub fn config_from_args(args: &Args) -> Result<RunConfig, String> {
             bins: args.get("spline-bins", SplineShape::default().bins)?,
             bound: args.get("spline-bound", SplineShape::default().bound)?,
         };
-        if !(2..=crate::bijection::spline::MAX_BINS).contains(&shape.bins) || !(shape.bound > 0.0) {
-            return Err(format!("the spline needs 2 to {} bins and a positive bound", crate::bijection::spline::MAX_BINS));
+        if !(2..=crate::bijection::spline::MAX_BINS).contains(&shape.bins)
+            || shape.bound.is_nan()
+            || shape.bound <= 0.0
+        {
+            return Err(format!(
+                "the spline needs 2 to {} bins and a positive bound",
+                crate::bijection::spline::MAX_BINS
+            ));
         }
         family = Family::Spline(shape);
     }
@@ -91,13 +101,19 @@ pub fn config_from_args(args: &Args) -> Result<RunConfig, String> {
         return Err("radial-fourier is 2D only; use radial or elementwise for 1D targets".into());
     }
     if kind == FlowKind::Coupling && target.dim() < 2 {
-        return Err("a coupling flow needs at least 2 dimensions; use elementwise for 1D targets".into());
+        return Err(
+            "a coupling flow needs at least 2 dimensions; use elementwise for 1D targets".into(),
+        );
     }
     let loss = match args.str("loss") {
         None => Loss::for_target(&target),
         Some("forward-kl") => Loss::ForwardKl,
         Some("reverse-kl") => Loss::ReverseKl,
-        Some(other) => return Err(format!("--loss must be forward-kl or reverse-kl, got '{other}'")),
+        Some(other) => {
+            return Err(format!(
+                "--loss must be forward-kl or reverse-kl, got '{other}'"
+            ));
+        }
     };
     match args.str("backend").unwrap_or("cpu") {
         "cpu" => {}
@@ -146,17 +162,21 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     let every = (total / 20).max(1);
     let start = Instant::now();
     let mut progress = |step: usize, loss: f64| {
-        if !quiet && (step % every == 0 || step == total) {
+        if !quiet && (step.is_multiple_of(every) || step == total) {
             let t = start.elapsed().as_secs_f64();
             let rate = step as f64 / t.max(1e-9);
             let eta = (total - step) as f64 / rate.max(1e-9);
-            eprintln!("step {step:>7}/{total}  loss {loss:>9.4}  {rate:>8.1} steps/s  eta {eta:>6.1} s");
+            eprintln!(
+                "step {step:>7}/{total}  loss {loss:>9.4}  {rate:>8.1} steps/s  eta {eta:>6.1} s"
+            );
         }
     };
     let outcome = train(&config, &mut progress)?;
     let r = report(&config, &outcome);
     let metric = match (r.get("test_nll"), r.get("reverse_kl")) {
-        (Some(v), _) if !v.is_null() => format!("held-out NLL {:.4} nats", v.as_f64().unwrap_or(f64::NAN)),
+        (Some(v), _) if !v.is_null() => {
+            format!("held-out NLL {:.4} nats", v.as_f64().unwrap_or(f64::NAN))
+        }
         (_, Some(v)) if !v.is_null() => format!(
             "reverse KL {:.4}, ESS/N {:.3}",
             v.as_f64().unwrap_or(f64::NAN),
@@ -178,13 +198,22 @@ pub fn run(argv: &[String]) -> Result<(), String> {
         r["n_params"],
     );
     if let Some(path) = out_path {
-        let text = serde_json::to_string_pretty(&r).map_err(|e| format!("cannot encode the report: {e}"))?;
-        let mut file = std::fs::File::create(path).map_err(|e| format!("cannot write '{path}': {e}"))?;
+        let text = serde_json::to_string_pretty(&r)
+            .map_err(|e| format!("cannot encode the report: {e}"))?;
+        let mut file =
+            std::fs::File::create(path).map_err(|e| format!("cannot write '{path}': {e}"))?;
         file.write_all(text.as_bytes())
             .map_err(|e| format!("cannot write '{path}': {e}"))?;
     }
     if let Some(e) = outcome.stopped {
-        return Err(format!("{e}{}", if out_path.is_some() { " (report written)" } else { "" }));
+        return Err(format!(
+            "{e}{}",
+            if out_path.is_some() {
+                " (report written)"
+            } else {
+                ""
+            }
+        ));
     }
     Ok(())
 }

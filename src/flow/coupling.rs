@@ -29,7 +29,7 @@ pub struct CouplingSpec {
 impl CouplingSpec {
     /// Active and passive coordinate indices of layer `l`.
     pub fn split(&self, l: usize) -> (Vec<usize>, Vec<usize>) {
-        let parity = if l % 2 == 0 { 1 } else { 0 };
+        let parity = if l.is_multiple_of(2) { 1 } else { 0 };
         (0..self.dim).partition(|i| (i + parity) % 2 == 1)
     }
 
@@ -128,7 +128,13 @@ impl<T: Real> CouplingFlow<T> {
     }
 
     /// Runs one layer in `dir` on `cur` (n x d) in place, adding log-dets.
-    fn layer_forward(&self, l: usize, dir: Direction, cur: &mut [T], log_det: &mut [T]) -> LayerCache<T> {
+    fn layer_forward(
+        &self,
+        l: usize,
+        dir: Direction,
+        cur: &mut [T],
+        log_det: &mut [T],
+    ) -> LayerCache<T> {
         let d = self.spec.dim;
         let n = log_det.len();
         let (active, passive) = self.spec.split(l);
@@ -139,11 +145,15 @@ impl<T: Real> CouplingFlow<T> {
         let mut traces = vec![T::zero(); n * active.len() * k];
         let mut x_side = vec![T::zero(); n * active.len()];
         let mut built = Vec::with_capacity(k);
-        let raw_flat = raw.as_slice().unwrap_or_else(|| unreachable!("standard layout"));
+        let raw_flat = raw
+            .as_slice()
+            .unwrap_or_else(|| unreachable!("standard layout"));
         for i in 0..n {
             for (a, &idx) in active.iter().enumerate() {
                 let e = i * active.len() + a;
-                self.spec.stack.build(&raw_flat[e * p..(e + 1) * p], &mut built);
+                self.spec
+                    .stack
+                    .build(&raw_flat[e * p..(e + 1) * p], &mut built);
                 let trace = &mut traces[e * k..(e + 1) * k];
                 let v = cur[i * d + idx];
                 let (out, logd) = match dir {
@@ -152,7 +162,11 @@ impl<T: Real> CouplingFlow<T> {
                 };
                 cur[i * d + idx] = out;
                 x_side[e] = if dir == Direction::XFromZ { out } else { v };
-                log_det[i] += if dir == Direction::XFromZ { logd } else { -logd };
+                log_det[i] += if dir == Direction::XFromZ {
+                    logd
+                } else {
+                    -logd
+                };
             }
         }
         LayerCache {
@@ -165,34 +179,68 @@ impl<T: Real> CouplingFlow<T> {
 
     /// Backward through one layer: `bar` holds the output adjoints (n x d) and is
     /// turned into the input adjoints; parameter adjoints go into `grad`.
-    fn layer_backward(&self, l: usize, dir: Direction, cache: &LayerCache<T>, bar: &mut [T], ld_bar: &[T], grad: &mut [T]) {
+    fn layer_backward(
+        &self,
+        l: usize,
+        dir: Direction,
+        cache: &LayerCache<T>,
+        bar: &mut [T],
+        ld_bar: &[T],
+        grad: &mut [T],
+    ) {
         let d = self.spec.dim;
         let n = ld_bar.len();
         let (active, passive) = self.spec.split(l);
         let k = self.spec.stack.len();
         let p = self.spec.stack.n_raw();
         let mut raw_bar = Array2::<T>::zeros((n, active.len() * p));
-        let raw_flat = cache.raw.as_slice().unwrap_or_else(|| unreachable!("standard layout"));
+        let raw_flat = cache
+            .raw
+            .as_slice()
+            .unwrap_or_else(|| unreachable!("standard layout"));
         let mut built = Vec::with_capacity(k);
         {
-            let rb = raw_bar.as_slice_mut().unwrap_or_else(|| unreachable!("standard layout"));
+            let rb = raw_bar
+                .as_slice_mut()
+                .unwrap_or_else(|| unreachable!("standard layout"));
             for i in 0..n {
                 for (a, &idx) in active.iter().enumerate() {
                     let e = i * active.len() + a;
-                    self.spec.stack.build(&raw_flat[e * p..(e + 1) * p], &mut built);
+                    self.spec
+                        .stack
+                        .build(&raw_flat[e * p..(e + 1) * p], &mut built);
                     let trace = &cache.traces[e * k..(e + 1) * k];
                     let g = &mut rb[e * p..(e + 1) * p];
                     let b = bar[i * d + idx];
                     bar[i * d + idx] = match dir {
-                        Direction::XFromZ => self.spec.stack.x_from_z_backward(&built, trace, cache.x_side[e], b, ld_bar[i], g),
-                        Direction::ZFromX => self.spec.stack.z_from_x_backward(&built, trace, cache.x_side[e], b, ld_bar[i], g),
+                        Direction::XFromZ => self.spec.stack.x_from_z_backward(
+                            &built,
+                            trace,
+                            cache.x_side[e],
+                            b,
+                            ld_bar[i],
+                            g,
+                        ),
+                        Direction::ZFromX => self.spec.stack.z_from_x_backward(
+                            &built,
+                            trace,
+                            cache.x_side[e],
+                            b,
+                            ld_bar[i],
+                            g,
+                        ),
                     };
                 }
             }
         }
         let off = self.spec.layer_offset(l);
         let shape = self.spec.mlp(l);
-        let in_bar = shape.backward(self.layer_params(l), &cache.mlp, raw_bar.view(), &mut grad[off..off + shape.n_params()]);
+        let in_bar = shape.backward(
+            self.layer_params(l),
+            &cache.mlp,
+            raw_bar.view(),
+            &mut grad[off..off + shape.n_params()],
+        );
         for i in 0..n {
             for (j, &idx) in passive.iter().enumerate() {
                 bar[i * d + idx] += in_bar[(i, j)];
@@ -207,7 +255,14 @@ impl<T: Real> CouplingFlow<T> {
         }
     }
 
-    fn run(&self, dir: Direction, input: &[T], output: &mut [T], log_det: &mut [T], backward: Option<(&Adjoint<T>, &mut [T])>) {
+    fn run(
+        &self,
+        dir: Direction,
+        input: &[T],
+        output: &mut [T],
+        log_det: &mut [T],
+        backward: Option<(&Adjoint<T>, &mut [T])>,
+    ) {
         output.copy_from_slice(input);
         log_det.iter_mut().for_each(|v| *v = T::zero());
         let order = self.order(dir);
@@ -221,7 +276,14 @@ impl<T: Real> CouplingFlow<T> {
         let d = self.spec.dim;
         let mut bar = vec![T::zero(); output.len()];
         let ld_bar: Vec<T> = (0..log_det.len())
-            .map(|i| adjoint(i, &output[i * d..(i + 1) * d], log_det[i], &mut bar[i * d..(i + 1) * d]))
+            .map(|i| {
+                adjoint(
+                    i,
+                    &output[i * d..(i + 1) * d],
+                    log_det[i],
+                    &mut bar[i * d..(i + 1) * d],
+                )
+            })
             .collect();
         for (&l, cache) in order.iter().zip(&caches).rev() {
             self.layer_backward(l, dir, cache, &mut bar, &ld_bar, grad);
@@ -250,11 +312,25 @@ impl<T: Real> Flow<T> for CouplingFlow<T> {
         self.run(Direction::ZFromX, x, z, log_det, None);
     }
 
-    fn z_from_x_grad(&self, x: &[T], adjoint: &Adjoint<T>, z: &mut [T], log_det: &mut [T], grad: &mut [T]) {
+    fn z_from_x_grad(
+        &self,
+        x: &[T],
+        adjoint: &Adjoint<T>,
+        z: &mut [T],
+        log_det: &mut [T],
+        grad: &mut [T],
+    ) {
         self.run(Direction::ZFromX, x, z, log_det, Some((adjoint, grad)));
     }
 
-    fn x_from_z_grad(&self, z: &[T], adjoint: &Adjoint<T>, x: &mut [T], log_det: &mut [T], grad: &mut [T]) {
+    fn x_from_z_grad(
+        &self,
+        z: &[T],
+        adjoint: &Adjoint<T>,
+        x: &mut [T],
+        log_det: &mut [T],
+        grad: &mut [T],
+    ) {
         self.run(Direction::XFromZ, z, x, log_det, Some((adjoint, grad)));
     }
 }

@@ -24,7 +24,11 @@ impl<T: Real> ElementwiseFlow<T> {
             return Err("an element-wise flow needs dimension >= 1 and at least one layer".into());
         }
         if params.len() != stack.n_raw() {
-            return Err(format!("stack expects {} raw parameters, got {}", stack.n_raw(), params.len()));
+            return Err(format!(
+                "stack expects {} raw parameters, got {}",
+                stack.n_raw(),
+                params.len()
+            ));
         }
         Ok(Self { dim, stack, params })
     }
@@ -35,7 +39,14 @@ impl<T: Real> ElementwiseFlow<T> {
         built
     }
 
-    fn run(&self, sampling: bool, input: &[T], output: &mut [T], log_det: &mut [T], mut backward: Option<(&Adjoint<T>, &mut [T])>) {
+    fn run(
+        &self,
+        sampling: bool,
+        input: &[T],
+        output: &mut [T],
+        log_det: &mut [T],
+        mut backward: Option<(&Adjoint<T>, &mut [T])>,
+    ) {
         let built = self.built();
         let d = self.dim;
         let k = self.stack.len();
@@ -61,10 +72,12 @@ impl<T: Real> ElementwiseFlow<T> {
                     let trace = &traces[j * k..(j + 1) * k];
                     if sampling {
                         let x = output[i * d + j];
-                        self.stack.x_from_z_backward(&built, trace, x, bar[j], ld_bar, grad);
+                        self.stack
+                            .x_from_z_backward(&built, trace, x, bar[j], ld_bar, grad);
                     } else {
                         let x = input[i * d + j];
-                        self.stack.z_from_x_backward(&built, trace, x, bar[j], ld_bar, grad);
+                        self.stack
+                            .z_from_x_backward(&built, trace, x, bar[j], ld_bar, grad);
                     }
                 }
             }
@@ -93,11 +106,25 @@ impl<T: Real> Flow<T> for ElementwiseFlow<T> {
         self.run(false, x, z, log_det, None);
     }
 
-    fn z_from_x_grad(&self, x: &[T], adjoint: &Adjoint<T>, z: &mut [T], log_det: &mut [T], grad: &mut [T]) {
+    fn z_from_x_grad(
+        &self,
+        x: &[T],
+        adjoint: &Adjoint<T>,
+        z: &mut [T],
+        log_det: &mut [T],
+        grad: &mut [T],
+    ) {
         self.run(false, x, z, log_det, Some((adjoint, grad)));
     }
 
-    fn x_from_z_grad(&self, z: &[T], adjoint: &Adjoint<T>, x: &mut [T], log_det: &mut [T], grad: &mut [T]) {
+    fn x_from_z_grad(
+        &self,
+        z: &[T],
+        adjoint: &Adjoint<T>,
+        x: &mut [T],
+        log_det: &mut [T],
+        grad: &mut [T],
+    ) {
         self.run(true, z, x, log_det, Some((adjoint, grad)));
     }
 }

@@ -77,7 +77,8 @@ impl MlpShape {
 
     fn kernel<'a, T: Real>(&self, params: &'a [T], k: usize) -> (ArrayView2<'a, T>, &'a [T]) {
         let (kr, br, a, b) = self.layer(k);
-        let view = ArrayView2::from_shape((a, b), &params[kr]).unwrap_or_else(|_| unreachable!("sized by layer()"));
+        let view = ArrayView2::from_shape((a, b), &params[kr])
+            .unwrap_or_else(|_| unreachable!("sized by layer()"));
         (view, &params[br])
     }
 
@@ -105,11 +106,24 @@ impl MlpShape {
         let mut out = Array2::from_shape_fn((n, self.n_out), |(_, j)| bo[j]);
         general_mat_mul(T::one(), &h, &wo, T::one(), &mut out);
         hidden.push(h);
-        (out, MlpCache { input, hidden, acts })
+        (
+            out,
+            MlpCache {
+                input,
+                hidden,
+                acts,
+            },
+        )
     }
 
     /// Backward pass: adds parameter adjoints into `grad` and returns the input's adjoint.
-    pub fn backward<T: Real>(&self, params: &[T], cache: &MlpCache<T>, out_bar: ArrayView2<T>, grad: &mut [T]) -> Array2<T> {
+    pub fn backward<T: Real>(
+        &self,
+        params: &[T],
+        cache: &MlpCache<T>,
+        out_bar: ArrayView2<T>,
+        grad: &mut [T],
+    ) -> Array2<T> {
         let (wo, _) = self.kernel(params, self.depth + 1);
         let h_last = &cache.hidden[self.depth];
         self.accumulate(grad, self.depth + 1, h_last.view(), out_bar);
@@ -135,10 +149,17 @@ impl MlpShape {
     }
 
     /// grad(kernel k) += input^T out_bar; grad(bias k) += column sums of out_bar.
-    fn accumulate<T: Real>(&self, grad: &mut [T], k: usize, input: ArrayView2<T>, out_bar: ArrayView2<T>) {
+    fn accumulate<T: Real>(
+        &self,
+        grad: &mut [T],
+        k: usize,
+        input: ArrayView2<T>,
+        out_bar: ArrayView2<T>,
+    ) {
         let (kr, br, a, b) = self.layer(k);
         {
-            let mut gk = ArrayViewMut2::from_shape((a, b), &mut grad[kr]).unwrap_or_else(|_| unreachable!("sized by layer()"));
+            let mut gk = ArrayViewMut2::from_shape((a, b), &mut grad[kr])
+                .unwrap_or_else(|_| unreachable!("sized by layer()"));
             general_mat_mul(T::one(), &input.t(), &out_bar, T::one(), &mut gk);
         }
         for row in out_bar.axis_iter(Axis(0)) {

@@ -34,9 +34,23 @@ pub trait Flow<T: Real>: Send + Sync {
 
     /// `z_from_x` with reverse mode: `adjoint(i, z_i, log_det_i, z_bar_i)` gives
     /// the adjoints of each output; parameter adjoints are added into `grad`.
-    fn z_from_x_grad(&self, x: &[T], adjoint: &Adjoint<T>, z: &mut [T], log_det: &mut [T], grad: &mut [T]);
+    fn z_from_x_grad(
+        &self,
+        x: &[T],
+        adjoint: &Adjoint<T>,
+        z: &mut [T],
+        log_det: &mut [T],
+        grad: &mut [T],
+    );
     /// `x_from_z` with reverse mode, as [`Flow::z_from_x_grad`].
-    fn x_from_z_grad(&self, z: &[T], adjoint: &Adjoint<T>, x: &mut [T], log_det: &mut [T], grad: &mut [T]);
+    fn x_from_z_grad(
+        &self,
+        z: &[T],
+        adjoint: &Adjoint<T>,
+        x: &mut [T],
+        log_det: &mut [T],
+        grad: &mut [T],
+    );
 
     fn n_params(&self) -> usize {
         self.params().len()

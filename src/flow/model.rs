@@ -114,7 +114,9 @@ impl FlowConfig {
                 };
                 FlowModel::Coupling(CouplingFlow::init(spec, rng)?)
             }
-            FlowKind::Elementwise => FlowModel::Elementwise(ElementwiseFlow::init(dim, stack, rng)?),
+            FlowKind::Elementwise => {
+                FlowModel::Elementwise(ElementwiseFlow::init(dim, stack, rng)?)
+            }
         })
     }
 }
@@ -147,13 +149,16 @@ impl<T: Real> FlowModel<T> {
     /// The same model in another precision.
     pub fn cast<U: Real>(&self) -> FlowModel<U> {
         let conv = |p: &[T]| -> Vec<U> { p.iter().map(|v| U::from_f64(v.to_f64())).collect() };
-        let unreachable = |e: String| -> ! { unreachable!("same structure, same parameter count: {e}") };
+        let unreachable =
+            |e: String| -> ! { unreachable!("same structure, same parameter count: {e}") };
         match self {
             FlowModel::Radial(f) => FlowModel::Radial(
-                RadialFlow::from_params(f.spec.clone(), conv(f.params())).unwrap_or_else(|e| unreachable(e)),
+                RadialFlow::from_params(f.spec.clone(), conv(f.params()))
+                    .unwrap_or_else(|e| unreachable(e)),
             ),
             FlowModel::Coupling(f) => FlowModel::Coupling(
-                CouplingFlow::from_params(f.spec.clone(), conv(f.params())).unwrap_or_else(|e| unreachable(e)),
+                CouplingFlow::from_params(f.spec.clone(), conv(f.params()))
+                    .unwrap_or_else(|e| unreachable(e)),
             ),
             FlowModel::Elementwise(f) => FlowModel::Elementwise(
                 ElementwiseFlow::from_params(f.dim, f.stack.clone(), conv(f.params()))

@@ -68,7 +68,9 @@ impl RadialSpec {
                 return Err("the angle-dependent (Fourier) radial flow is 2D only".into());
             }
             if order == 0 || order > MAX_ORDER {
-                return Err(format!("the Fourier conditioner needs order 1 to {MAX_ORDER}"));
+                return Err(format!(
+                    "the Fourier conditioner needs order 1 to {MAX_ORDER}"
+                ));
             }
         }
         Ok(())
@@ -82,17 +84,41 @@ pub struct RadialFlow<T> {
     params: Vec<T>,
 }
 
-/// Per-thread scratch space for one sample at a time.
+/// A block's adjoint callback (lane, point, log-det, adjoint out) and the gradient to add into.
+type Backward<'a, T> = (
+    &'a mut dyn FnMut(usize, &[T], T, &mut [T]) -> T,
+    &'a mut [T],
+);
+
+/// Samples processed together: their scalar chains run in lockstep.
+const LANES: usize = 8;
+
+/// Scratch space for a block of up to [`LANES`] samples.
 struct Work<T> {
+    lanes: usize,
+    /// per lane: `S (p - c)` (d values), its norm, its direction (2D)
+    w: Vec<T>,
+    r_in: [T; LANES],
+    u: [[T; 2]; LANES],
+    /// per lane: the stack's layers for that lane's direction
+    built: Vec<Vec<Scalar<T>>>,
     raw: Vec<T>,
     raw_bar: Vec<T>,
-    built: Vec<Scalar<T>>,
-    trace: Vec<T>,
-    trace0: Vec<T>,
     features: Vec<T>,
-    w: Vec<T>,
-    w_bar: Vec<T>,
+    /// traces of the f(0) chains and of the main chains, lanes x K
+    trace0: Vec<T>,
+    trace: Vec<T>,
+    f0: [T; LANES],
+    chain_in: [T; LANES],
+    chain_out: [T; LANES],
+    logd: [T; LANES],
+    /// adjoints
     out_bar: Vec<T>,
+    w_bar: Vec<T>,
+    ld_bar: [T; LANES],
+    bar: [T; LANES],
+    f0_bar: [T; LANES],
+    zeros: [T; LANES],
 }
 
 impl<T: Real> RadialFlow<T> {
@@ -150,25 +176,38 @@ impl<T: Real> RadialFlow<T> {
     fn work(&self) -> Work<T> {
         let p = self.spec.stack.n_raw();
         let k = self.spec.stack.len();
-        let mut built = Vec::with_capacity(k);
+        let d = self.spec.dim;
+        let mut shared = Vec::with_capacity(k);
         if self.spec.conditioner == RadialConditioner::Direct {
-            self.spec.stack.build(self.body(), &mut built);
+            self.spec.stack.build(self.body(), &mut shared);
         }
+        let z = T::zero();
         Work {
-            raw: vec![T::zero(); p],
-            raw_bar: vec![T::zero(); p],
-            built,
-            trace: vec![T::zero(); k],
-            trace0: vec![T::zero(); k],
-            features: vec![T::zero(); self.spec.n_features()],
-            w: vec![T::zero(); self.spec.dim],
-            w_bar: vec![T::zero(); self.spec.dim],
-            out_bar: vec![T::zero(); self.spec.dim],
+            lanes: 0,
+            w: vec![z; LANES * d],
+            r_in: [z; LANES],
+            u: [[z; 2]; LANES],
+            built: vec![shared; LANES],
+            raw: vec![z; p],
+            raw_bar: vec![z; LANES * p],
+            features: vec![z; LANES * self.spec.n_features()],
+            trace0: vec![z; LANES * k],
+            trace: vec![z; LANES * k],
+            f0: [z; LANES],
+            chain_in: [z; LANES],
+            chain_out: [z; LANES],
+            logd: [z; LANES],
+            out_bar: vec![z; LANES * d],
+            w_bar: vec![z; LANES * d],
+            ld_bar: [z; LANES],
+            bar: [z; LANES],
+            f0_bar: [z; LANES],
+            zeros: [z; LANES],
         }
     }
 
-    /// Fourier features of direction `u` (2D) into `out`; returns the angle t.
-    fn fourier(order: usize, u: &[T], out: &mut [T]) -> T {
+    /// Fourier features of direction `u` (2D) into `out`.
+    fn fourier(order: usize, u: &[T], out: &mut [T]) {
         let t = u[1].atan2(u[0]) + T::c(std::f64::consts::PI);
         for k in 1..=order {
             let kt = T::c(k as f64) * t;
@@ -177,135 +216,284 @@ impl<T: Real> RadialFlow<T> {
             out[order + k - 1] = kt.cos() * inv_k;
         }
         out[2 * order] = T::one();
-        t
     }
 
-    /// Builds the per-direction stack for unit vector `u` (Fourier only).
-    fn condition(&self, u: &[T], work: &mut Work<T>) {
-        if let RadialConditioner::Fourier { order } = self.spec.conditioner {
-            Self::fourier(order, u, &mut work.features);
-            let nf = work.features.len();
-            for (p, raw) in work.raw.iter_mut().enumerate() {
-                let row = &self.body()[p * nf..(p + 1) * nf];
-                *raw = row.iter().zip(&work.features).map(|(&w, &f)| w * f).sum();
+    /// Phase 1 of both directions: for each lane's point `p`, `w = S (p - c)`,
+    /// its norm and direction, and (Fourier) that direction's stack layers.
+    fn geometry(&self, points: &[T], work: &mut Work<T>) {
+        let d = self.spec.dim;
+        let (c, sigma) = (self.center(), self.log_scale());
+        work.lanes = points.len() / d;
+        for lane in 0..work.lanes {
+            let w = &mut work.w[lane * d..(lane + 1) * d];
+            let mut r2 = T::c(EPS * EPS);
+            for j in 0..d {
+                w[j] = sigma[j].exp() * (points[lane * d + j] - c[j]);
+                r2 += w[j] * w[j];
             }
-            self.spec.stack.build(&work.raw, &mut work.built);
+            let r = r2.sqrt();
+            work.r_in[lane] = r;
+            if d == 2 {
+                work.u[lane] = [w[0] / r, w[1] / r];
+            }
+            if let RadialConditioner::Fourier { order } = self.spec.conditioner {
+                let nf = 2 * order + 1;
+                let features = &mut work.features[lane * nf..(lane + 1) * nf];
+                Self::fourier(order, &work.u[lane], features);
+                for (p, raw) in work.raw.iter_mut().enumerate() {
+                    let row = &self.body()[p * nf..(p + 1) * nf];
+                    *raw = row.iter().zip(features.iter()).map(|(&w, &f)| w * f).sum();
+                }
+                self.spec.stack.build(&work.raw, &mut work.built[lane]);
+            }
+            work.f0[lane] = T::zero();
         }
     }
 
-    /// Backpropagates the stack's raw adjoints into the body's gradient and
-    /// returns the adjoint of the direction's angle t (0 for the direct flow).
-    fn condition_backward(&self, u: &[T], work: &Work<T>, body_grad: &mut [T]) -> T {
-        match self.spec.conditioner {
-            RadialConditioner::Direct => {
-                for (g, &b) in body_grad.iter_mut().zip(&work.raw_bar) {
-                    *g += b;
-                }
-                T::zero()
-            }
-            RadialConditioner::Fourier { order } => {
-                let nf = work.features.len();
-                let t = u[1].atan2(u[0]) + T::c(std::f64::consts::PI);
-                // d features / dt: cos(kt) for the sines, -sin(kt) for the cosines
-                let mut dphi = [T::zero(); 2 * MAX_ORDER];
-                for k in 1..=order {
-                    let kt = T::c(k as f64) * t;
-                    dphi[k - 1] = kt.cos();
-                    dphi[order + k - 1] = -kt.sin();
-                }
-                let body = self.body();
-                let mut t_bar = T::zero();
-                for (p, &rb) in work.raw_bar.iter().enumerate() {
-                    let row = &mut body_grad[p * nf..(p + 1) * nf];
-                    for (g, &f) in row.iter_mut().zip(&work.features) {
-                        *g += rb * f;
+    /// The f(0) chains of every lane (f~(r) = f(r) - f(0)).
+    fn offsets(&self, work: &mut Work<T>) {
+        let n = work.lanes;
+        let k = self.spec.stack.len();
+        Stack::x_from_z_value_lanes(
+            &work.built[..n],
+            &mut work.f0[..n],
+            &mut work.trace0[..n * k],
+        );
+    }
+
+    /// Last phase of both directions' backward passes: the stack's raw adjoints
+    /// into the body's gradient, the direction's adjoint into `w_bar`, then
+    /// `w = S (p - c)` into the centre and log-scale gradients.
+    fn geometry_backward(&self, work: &mut Work<T>, grad: &mut [T]) {
+        let d = self.spec.dim;
+        let p = self.spec.stack.n_raw();
+        let (c_len, sigma) = (d, self.log_scale());
+        let (g_c, rest) = grad.split_at_mut(c_len);
+        let (g_sigma, g_body) = rest.split_at_mut(d);
+        for lane in 0..work.lanes {
+            let raw_bar = &work.raw_bar[lane * p..(lane + 1) * p];
+            let w = &work.w[lane * d..(lane + 1) * d];
+            let w_bar = &mut work.w_bar[lane * d..(lane + 1) * d];
+            let r = work.r_in[lane];
+            match self.spec.conditioner {
+                RadialConditioner::Direct => {
+                    for (g, &b) in g_body.iter_mut().zip(raw_bar) {
+                        *g += b;
                     }
-                    let wrow = &body[p * nf..p * nf + 2 * order];
-                    let dot: T = wrow.iter().zip(&dphi[..2 * order]).map(|(&w, &d)| w * d).sum();
-                    t_bar += rb * dot;
                 }
-                t_bar
+                RadialConditioner::Fourier { order } => {
+                    let nf = 2 * order + 1;
+                    let u = work.u[lane];
+                    let features = &work.features[lane * nf..(lane + 1) * nf];
+                    let t = u[1].atan2(u[0]) + T::c(std::f64::consts::PI);
+                    // d features / dt: cos(kt) for the sines, -sin(kt) for the cosines
+                    let mut dphi = [T::zero(); 2 * MAX_ORDER];
+                    for k in 1..=order {
+                        let kt = T::c(k as f64) * t;
+                        dphi[k - 1] = kt.cos();
+                        dphi[order + k - 1] = -kt.sin();
+                    }
+                    let body = self.body();
+                    let mut t_bar = T::zero();
+                    for (q, &rb) in raw_bar.iter().enumerate() {
+                        let row = &mut g_body[q * nf..(q + 1) * nf];
+                        for (g, &f) in row.iter_mut().zip(features) {
+                            *g += rb * f;
+                        }
+                        let wrow = &body[q * nf..q * nf + 2 * order];
+                        let dot: T = wrow
+                            .iter()
+                            .zip(&dphi[..2 * order])
+                            .map(|(&a, &b)| a * b)
+                            .sum();
+                        t_bar += rb * dot;
+                    }
+                    // t = atan2(u1, u0): dt/du = (-u1, u0); u = w / r.
+                    let u_bar = [-u[1] * t_bar, u[0] * t_bar];
+                    let dot = u_bar[0] * u[0] + u_bar[1] * u[1];
+                    for j in 0..2 {
+                        w_bar[j] += (u_bar[j] - dot * u[j]) / r;
+                    }
+                }
             }
+            for j in 0..d {
+                g_c[j] -= sigma[j].exp() * w_bar[j];
+                g_sigma[j] += w_bar[j] * w[j];
+            }
+        }
+        for v in &mut work.raw_bar[..work.lanes * p] {
+            *v = T::zero();
         }
     }
 
-    /// One sample of the density direction, with optional reverse mode.
-    fn z_from_x_one(
+    /// Places a lane's output `c + S^-1 ratio w`.
+    fn place(&self, work: &Work<T>, lane: usize, ratio: T, out: &mut [T]) {
+        let d = self.spec.dim;
+        let (c, sigma) = (self.center(), self.log_scale());
+        for j in 0..d {
+            out[j] = c[j] + (-sigma[j]).exp() * ratio * work.w[lane * d + j];
+        }
+    }
+
+    /// Adjoint of `out = c + S^-1 ratio w`: into the centre and log-scale
+    /// gradients and `w_bar`; returns the adjoint of `ratio`.
+    fn place_backward(&self, work: &mut Work<T>, lane: usize, ratio: T, grad: &mut [T]) -> T {
+        let d = self.spec.dim;
+        let sigma = self.log_scale();
+        let mut ratio_bar = T::zero();
+        for j in 0..d {
+            let ob = work.out_bar[lane * d + j];
+            let w = work.w[lane * d + j];
+            grad[j] += ob;
+            let q = (-sigma[j]).exp() * ob;
+            grad[d + j] -= q * ratio * w;
+            ratio_bar += q * w;
+            work.w_bar[lane * d + j] = ratio * q;
+        }
+        ratio_bar
+    }
+
+    /// The density direction on a block of at most [`LANES`] points.
+    fn z_from_x_block(
         &self,
         x: &[T],
         z: &mut [T],
+        log_det: &mut [T],
         work: &mut Work<T>,
-        backward: Option<(&mut dyn FnMut(&[T], T, &mut [T]) -> T, &mut [T])>,
-    ) -> T {
+        backward: Option<Backward<'_, T>>,
+    ) {
         let d = self.spec.dim;
-        let (c, sigma) = (self.center(), self.log_scale());
-        let eps2 = T::c(EPS * EPS);
-        let mut r2 = eps2;
-        for j in 0..d {
-            work.w[j] = sigma[j].exp() * (x[j] - c[j]);
-            r2 += work.w[j] * work.w[j];
+        let k = self.spec.stack.len();
+        self.geometry(x, work);
+        self.offsets(work);
+        let n = work.lanes;
+        for lane in 0..n {
+            work.chain_in[lane] = work.r_in[lane] + work.f0[lane];
+            work.chain_out[lane] = work.chain_in[lane];
         }
-        let r_in = r2.sqrt(); // r' (data side)
-        let inv_r_in = T::one() / r_in;
-        let u: [T; 2] = if d == 2 {
-            [work.w[0] * inv_r_in, work.w[1] * inv_r_in]
-        } else {
-            [T::zero(); 2]
-        };
-        self.condition(&u, work);
-        let f0 = Stack::x_from_z_value_trace(&work.built, T::zero(), &mut work.trace0);
-        let (r, logd) = Stack::z_from_x_trace(&work.built, r_in + f0, &mut work.trace);
-        let ratio = r * inv_r_in;
-        for j in 0..d {
-            z[j] = c[j] + (-sigma[j]).exp() * ratio * work.w[j];
-        }
+        Stack::z_from_x_lanes(
+            &work.built[..n],
+            &mut work.chain_out[..n],
+            &mut work.logd[..n],
+            &mut work.trace[..n * k],
+        );
         let dm1 = T::c((d - 1) as f64);
-        let ld = -logd + dm1 * ratio.ln();
-        let Some((adjoint, grad)) = backward else {
-            return ld;
-        };
-        let mut z_bar = std::mem::take(&mut work.out_bar);
-        let mut w_bar = std::mem::take(&mut work.w_bar);
-        z_bar.iter_mut().for_each(|v| *v = T::zero());
-        let ld_bar = adjoint(z, ld, &mut z_bar);
-        let (g_c, rest) = grad.split_at_mut(d);
-        let (g_sigma, g_body) = rest.split_at_mut(d);
-        let mut ratio_bar = ld_bar * dm1 / ratio;
-        for j in 0..d {
-            g_c[j] += z_bar[j];
-            let q = (-sigma[j]).exp() * z_bar[j];
-            g_sigma[j] -= q * ratio * work.w[j];
-            ratio_bar += q * work.w[j];
-            w_bar[j] = ratio * q;
+        for lane in 0..n {
+            let ratio = work.chain_out[lane] / work.r_in[lane];
+            self.place(work, lane, ratio, &mut z[lane * d..(lane + 1) * d]);
+            log_det[lane] = -work.logd[lane] + dm1 * ratio.ln();
         }
-        let r_bar = ratio_bar * inv_r_in;
-        let mut r_in_bar = -ratio_bar * r * inv_r_in * inv_r_in;
-        work.raw_bar.iter_mut().for_each(|v| *v = T::zero());
-        let y_bar = self
-            .spec
-            .stack
-            .z_from_x_backward(&work.built, &work.trace, r_in + f0, r_bar, ld_bar, &mut work.raw_bar);
-        r_in_bar += y_bar;
-        self.spec
-            .stack
-            .x_from_z_backward(&work.built, &work.trace0, f0, y_bar, T::zero(), &mut work.raw_bar);
-        let t_bar = self.condition_backward(&u, work, g_body);
-        if d == 2 {
-            // t = atan2(u1, u0): dt/du = (-u1, u0); u = w / r_in.
-            let u_bar = [-u[1] * t_bar, u[0] * t_bar];
-            let dot = u_bar[0] * u[0] + u_bar[1] * u[1];
-            for j in 0..2 {
-                w_bar[j] += (u_bar[j] - dot * u[j]) * inv_r_in;
+        let Some((adjoint, grad)) = backward else {
+            return;
+        };
+        for lane in 0..n {
+            let r_in = work.r_in[lane];
+            let r = work.chain_out[lane];
+            let ratio = r / r_in;
+            let ob = &mut work.out_bar[lane * d..(lane + 1) * d];
+            ob.iter_mut().for_each(|v| *v = T::zero());
+            let ld_bar = adjoint(lane, &z[lane * d..(lane + 1) * d], log_det[lane], ob);
+            work.ld_bar[lane] = ld_bar;
+            let ratio_bar = self.place_backward(work, lane, ratio, grad) + ld_bar * dm1 / ratio;
+            // ratio = r / r_in: r's adjoint starts the chain's backward pass;
+            // r_in's direct part waits in f0_bar until the chain returns.
+            work.bar[lane] = ratio_bar / r_in;
+            work.f0_bar[lane] = -ratio_bar * r / (r_in * r_in);
+        }
+        // r = f^-1(r_in + f0): its input adjoint feeds both r_in and f0.
+        self.spec.stack.z_from_x_backward_lanes(
+            &work.built[..n],
+            &work.trace[..n * k],
+            &work.chain_in[..n],
+            &mut work.bar[..n],
+            &work.ld_bar[..n],
+            &mut work.raw_bar,
+        );
+        let mut chain_bar = work.bar;
+        self.spec.stack.x_from_z_backward_lanes(
+            &work.built[..n],
+            &work.trace0[..n * k],
+            &work.f0[..n],
+            &mut chain_bar[..n],
+            &work.zeros[..n],
+            &mut work.raw_bar,
+        );
+        for lane in 0..n {
+            let r_in_bar = work.f0_bar[lane] + work.bar[lane];
+            for j in 0..d {
+                work.w_bar[lane * d + j] += r_in_bar * work.w[lane * d + j] / work.r_in[lane];
             }
         }
-        for j in 0..d {
-            w_bar[j] += r_in_bar * work.w[j] * inv_r_in;
-            g_c[j] -= sigma[j].exp() * w_bar[j];
-            g_sigma[j] += w_bar[j] * work.w[j];
+        self.geometry_backward(work, grad);
+    }
+
+    /// The sampling direction on a block of at most [`LANES`] points.
+    fn x_from_z_block(
+        &self,
+        z: &[T],
+        x: &mut [T],
+        log_det: &mut [T],
+        work: &mut Work<T>,
+        backward: Option<Backward<'_, T>>,
+    ) {
+        let d = self.spec.dim;
+        let k = self.spec.stack.len();
+        self.geometry(z, work);
+        self.offsets(work);
+        let n = work.lanes;
+        work.chain_out[..n].copy_from_slice(&work.r_in[..n]);
+        Stack::x_from_z_lanes(
+            &work.built[..n],
+            &mut work.chain_out[..n],
+            &mut work.logd[..n],
+            &mut work.trace[..n * k],
+        );
+        let dm1 = T::c((d - 1) as f64);
+        for lane in 0..n {
+            let ratio = (work.chain_out[lane] - work.f0[lane]) / work.r_in[lane];
+            self.place(work, lane, ratio, &mut x[lane * d..(lane + 1) * d]);
+            log_det[lane] = work.logd[lane] + dm1 * ratio.ln();
         }
-        work.out_bar = z_bar;
-        work.w_bar = w_bar;
-        ld
+        let Some((adjoint, grad)) = backward else {
+            return;
+        };
+        for lane in 0..n {
+            let r = work.r_in[lane];
+            let r_out = work.chain_out[lane] - work.f0[lane];
+            let ratio = r_out / r;
+            let ob = &mut work.out_bar[lane * d..(lane + 1) * d];
+            ob.iter_mut().for_each(|v| *v = T::zero());
+            let ld_bar = adjoint(lane, &x[lane * d..(lane + 1) * d], log_det[lane], ob);
+            work.ld_bar[lane] = ld_bar;
+            let ratio_bar = self.place_backward(work, lane, ratio, grad) + ld_bar * dm1 / ratio;
+            // ratio = (f(r) - f(0)) / r
+            work.bar[lane] = ratio_bar / r;
+            work.f0_bar[lane] = -ratio_bar / r;
+            work.chain_in[lane] = -ratio_bar * r_out / (r * r);
+        }
+        self.spec.stack.x_from_z_backward_lanes(
+            &work.built[..n],
+            &work.trace[..n * k],
+            &work.chain_out[..n],
+            &mut work.bar[..n],
+            &work.ld_bar[..n],
+            &mut work.raw_bar,
+        );
+        self.spec.stack.x_from_z_backward_lanes(
+            &work.built[..n],
+            &work.trace0[..n * k],
+            &work.f0[..n],
+            &mut work.f0_bar[..n],
+            &work.zeros[..n],
+            &mut work.raw_bar,
+        );
+        for lane in 0..n {
+            let r_bar = work.chain_in[lane] + work.bar[lane];
+            for j in 0..d {
+                work.w_bar[lane * d + j] += r_bar * work.w[lane * d + j] / work.r_in[lane];
+            }
+        }
+        self.geometry_backward(work, grad);
     }
 
     /// The sampling direction of one point with the given per-direction stack
@@ -324,102 +512,67 @@ impl<T: Real> RadialFlow<T> {
         logd + T::c((d - 1) as f64) * ratio.ln()
     }
 
-    /// One sample of the sampling direction, with optional reverse mode.
-    fn x_from_z_one(
+    /// Runs `block` over the batch in blocks of [`LANES`] points.
+    fn run_blocks(
         &self,
-        z: &[T],
-        x: &mut [T],
-        work: &mut Work<T>,
-        backward: Option<(&mut dyn FnMut(&[T], T, &mut [T]) -> T, &mut [T])>,
-    ) -> T {
+        input: &[T],
+        output: &mut [T],
+        log_det: &mut [T],
+        mut grad: Option<(&Adjoint<T>, &mut [T])>,
+        block: fn(&Self, &[T], &mut [T], &mut [T], &mut Work<T>, Option<Backward<'_, T>>),
+    ) {
         let d = self.spec.dim;
-        let (c, sigma) = (self.center(), self.log_scale());
-        let mut r2 = T::c(EPS * EPS);
-        for j in 0..d {
-            work.w[j] = sigma[j].exp() * (z[j] - c[j]);
-            r2 += work.w[j] * work.w[j];
-        }
-        let r = r2.sqrt();
-        let inv_r = T::one() / r;
-        let u: [T; 2] = if d == 2 {
-            [work.w[0] * inv_r, work.w[1] * inv_r]
-        } else {
-            [T::zero(); 2]
-        };
-        self.condition(&u, work);
-        let f0 = Stack::x_from_z_value_trace(&work.built, T::zero(), &mut work.trace0);
-        let (f_r, logd) = Stack::x_from_z_trace(&work.built, r, &mut work.trace);
-        let r_out = f_r - f0;
-        let ratio = r_out * inv_r;
-        for j in 0..d {
-            x[j] = c[j] + (-sigma[j]).exp() * ratio * work.w[j];
-        }
-        let dm1 = T::c((d - 1) as f64);
-        let ld = logd + dm1 * ratio.ln();
-        let Some((adjoint, grad)) = backward else {
-            return ld;
-        };
-        let mut x_bar = std::mem::take(&mut work.out_bar);
-        let mut w_bar = std::mem::take(&mut work.w_bar);
-        x_bar.iter_mut().for_each(|v| *v = T::zero());
-        let ld_bar = adjoint(x, ld, &mut x_bar);
-        let (g_c, rest) = grad.split_at_mut(d);
-        let (g_sigma, g_body) = rest.split_at_mut(d);
-        let mut ratio_bar = ld_bar * dm1 / ratio;
-        for j in 0..d {
-            g_c[j] += x_bar[j];
-            let q = (-sigma[j]).exp() * x_bar[j];
-            g_sigma[j] -= q * ratio * work.w[j];
-            ratio_bar += q * work.w[j];
-            w_bar[j] = ratio * q;
-        }
-        let r_out_bar = ratio_bar * inv_r;
-        let mut r_bar = -ratio_bar * r_out * inv_r * inv_r;
-        work.raw_bar.iter_mut().for_each(|v| *v = T::zero());
-        r_bar += self
-            .spec
-            .stack
-            .x_from_z_backward(&work.built, &work.trace, f_r, r_out_bar, ld_bar, &mut work.raw_bar);
-        self.spec
-            .stack
-            .x_from_z_backward(&work.built, &work.trace0, f0, -r_out_bar, T::zero(), &mut work.raw_bar);
-        let t_bar = self.condition_backward(&u, work, g_body);
-        if d == 2 {
-            let u_bar = [-u[1] * t_bar, u[0] * t_bar];
-            let dot = u_bar[0] * u[0] + u_bar[1] * u[1];
-            for j in 0..2 {
-                w_bar[j] += (u_bar[j] - dot * u[j]) * inv_r;
+        let mut work = self.work();
+        for (b, ((inp, out), ld)) in input
+            .chunks(LANES * d)
+            .zip(output.chunks_mut(LANES * d))
+            .zip(log_det.chunks_mut(LANES))
+            .enumerate()
+        {
+            match grad.as_mut() {
+                None => block(self, inp, out, ld, &mut work, None),
+                Some((adjoint, g)) => {
+                    let mut a = |lane: usize, p: &[T], l: T, bar: &mut [T]| {
+                        adjoint(b * LANES + lane, p, l, bar)
+                    };
+                    block(self, inp, out, ld, &mut work, Some((&mut a, &mut **g)));
+                }
             }
         }
-        for j in 0..d {
-            w_bar[j] += r_bar * work.w[j] * inv_r;
-            g_c[j] -= sigma[j].exp() * w_bar[j];
-            g_sigma[j] += w_bar[j] * work.w[j];
-        }
-        work.out_bar = x_bar;
-        work.w_bar = w_bar;
-        ld
     }
 
-    /// The learned radius map for direction `angle` (2D): the stack at that
-    /// direction, for plotting `r -> f(r) - f(0)`.
-    pub fn radius_map(&self, angle: T, radii: &[T]) -> Vec<T> {
+    /// The stack's layers for direction `angle` (2D; the direct flow ignores it).
+    fn layers_at(&self, angle: T) -> Vec<Scalar<T>> {
         let mut work = self.work();
-        let u = [angle.cos(), angle.sin()];
-        self.condition(&u, &mut work);
-        let (f0, _) = Stack::x_from_z(&work.built, T::zero());
+        let sigma = self.log_scale();
+        // The point whose S (p - c) points along `angle`.
+        let mut point = self.center().to_vec();
+        if self.spec.dim == 2 {
+            point[0] += angle.cos() * (-sigma[0]).exp();
+            point[1] += angle.sin() * (-sigma[1]).exp();
+        } else {
+            point[0] += T::one();
+        }
+        self.geometry(&point, &mut work);
+        work.built.swap_remove(0)
+    }
+
+    /// The learned radius map `r -> f(r) - f(0)` for direction `angle` (2D).
+    pub fn radius_map(&self, angle: T, radii: &[T]) -> Vec<T> {
+        let built = self.layers_at(angle);
+        let (f0, _) = Stack::x_from_z(&built, T::zero());
         radii
             .iter()
-            .map(|&r| Stack::x_from_z(&work.built, r).0 - f0)
+            .map(|&r| Stack::x_from_z(&built, r).0 - f0)
             .collect()
     }
 
-    /// The stack's constrained parameters for direction `angle` (the direct
-    /// flow ignores the angle), one vector per layer.
+    /// The stack's constrained parameters for direction `angle`, one vector per layer.
     pub fn layer_params(&self, angle: T) -> Vec<Vec<f64>> {
-        let mut work = self.work();
-        self.condition(&[angle.cos(), angle.sin()], &mut work);
-        work.built.iter().map(|l| l.constrained()).collect()
+        self.layers_at(angle)
+            .iter()
+            .map(|l| l.constrained())
+            .collect()
     }
 }
 
@@ -437,46 +590,32 @@ impl<T: Real> Flow<T> for RadialFlow<T> {
     }
 
     fn x_from_z(&self, z: &[T], x: &mut [T], log_det: &mut [T]) {
-        let d = self.spec.dim;
-        let mut work = self.work();
-        for (i, ld) in log_det.iter_mut().enumerate() {
-            *ld = self.x_from_z_one(&z[i * d..(i + 1) * d], &mut x[i * d..(i + 1) * d], &mut work, None);
-        }
+        self.run_blocks(z, x, log_det, None, Self::x_from_z_block);
     }
 
     fn z_from_x(&self, x: &[T], z: &mut [T], log_det: &mut [T]) {
-        let d = self.spec.dim;
-        let mut work = self.work();
-        for (i, ld) in log_det.iter_mut().enumerate() {
-            *ld = self.z_from_x_one(&x[i * d..(i + 1) * d], &mut z[i * d..(i + 1) * d], &mut work, None);
-        }
+        self.run_blocks(x, z, log_det, None, Self::z_from_x_block);
     }
 
-    fn z_from_x_grad(&self, x: &[T], adjoint: &Adjoint<T>, z: &mut [T], log_det: &mut [T], grad: &mut [T]) {
-        let d = self.spec.dim;
-        let mut work = self.work();
-        for (i, ld) in log_det.iter_mut().enumerate() {
-            let mut a = |p: &[T], l: T, bar: &mut [T]| adjoint(i, p, l, bar);
-            *ld = self.z_from_x_one(
-                &x[i * d..(i + 1) * d],
-                &mut z[i * d..(i + 1) * d],
-                &mut work,
-                Some((&mut a, &mut *grad)),
-            );
-        }
+    fn z_from_x_grad(
+        &self,
+        x: &[T],
+        adjoint: &Adjoint<T>,
+        z: &mut [T],
+        log_det: &mut [T],
+        grad: &mut [T],
+    ) {
+        self.run_blocks(x, z, log_det, Some((adjoint, grad)), Self::z_from_x_block);
     }
 
-    fn x_from_z_grad(&self, z: &[T], adjoint: &Adjoint<T>, x: &mut [T], log_det: &mut [T], grad: &mut [T]) {
-        let d = self.spec.dim;
-        let mut work = self.work();
-        for (i, ld) in log_det.iter_mut().enumerate() {
-            let mut a = |p: &[T], l: T, bar: &mut [T]| adjoint(i, p, l, bar);
-            *ld = self.x_from_z_one(
-                &z[i * d..(i + 1) * d],
-                &mut x[i * d..(i + 1) * d],
-                &mut work,
-                Some((&mut a, &mut *grad)),
-            );
-        }
+    fn x_from_z_grad(
+        &self,
+        z: &[T],
+        adjoint: &Adjoint<T>,
+        x: &mut [T],
+        log_det: &mut [T],
+        grad: &mut [T],
+    ) {
+        self.run_blocks(z, x, log_det, Some((adjoint, grad)), Self::x_from_z_block);
     }
 }

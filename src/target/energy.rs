@@ -7,7 +7,10 @@ use std::f64::consts::{PI, TAU};
 pub fn poly1d(x: f64) -> (f64, f64) {
     let e = (-5.0 * x * x).exp();
     let v = (5.0 * x).sin() * e + 2.0 * (10.0 * x).cos() - 0.2 * x.powi(4);
-    let g = 5.0 * (5.0 * x).cos() * e - 10.0 * x * (5.0 * x).sin() * e - 20.0 * (10.0 * x).sin() - 0.8 * x.powi(3);
+    let g = 5.0 * (5.0 * x).cos() * e
+        - 10.0 * x * (5.0 * x).sin() * e
+        - 20.0 * (10.0 * x).sin()
+        - 0.8 * x.powi(3);
     (v, g)
 }
 
@@ -15,7 +18,9 @@ pub fn poly1d(x: f64) -> (f64, f64) {
 pub fn poly1d_log_z() -> f64 {
     let n = 200_000;
     let h = 12.0 / n as f64;
-    let s: f64 = (0..n).map(|i| poly1d(-6.0 + (i as f64 + 0.5) * h).0.exp()).sum();
+    let s: f64 = (0..n)
+        .map(|i| poly1d(-6.0 + (i as f64 + 0.5) * h).0.exp())
+        .sum();
     (s * h).ln()
 }
 
@@ -62,7 +67,8 @@ pub fn circular_gmm(x: &[f64]) -> (f64, [f64; 2]) {
         let t = TAU * i as f64 / 8.0;
         let d = [x[0] - 2.0 * t.sin(), x[1] - 2.0 * t.cos()];
         diffs[i] = d;
-        terms[i] = -0.5 * (d[0] * d[0] + d[1] * d[1]) / (sd * sd) - (TAU * sd * sd).ln() - 8f64.ln();
+        terms[i] =
+            -0.5 * (d[0] * d[0] + d[1] * d[1]) / (sd * sd) - (TAU * sd * sd).ln() - 8f64.ln();
     }
     let mut w = [0.0; 8];
     let v = logsumexp_weights(&terms, &mut w);

@@ -21,7 +21,8 @@ impl ImageDensity {
     /// Decodes PNG or JPEG bytes. `invert` uses darkness instead of brightness
     /// (for drawings in black on white).
     pub fn from_bytes(bytes: &[u8], invert: bool) -> Result<Self, String> {
-        let img = image::load_from_memory(bytes).map_err(|e| format!("not a PNG or JPEG image: {e}"))?;
+        let img =
+            image::load_from_memory(bytes).map_err(|e| format!("not a PNG or JPEG image: {e}"))?;
         let grey = img.to_luma8();
         let (w, h) = (grey.width() as usize, grey.height() as usize);
         let weights: Vec<f64> = grey
@@ -64,7 +65,10 @@ impl ImageDensity {
 
     fn origin(&self) -> (f64, f64) {
         // top-left corner, centred on the origin
-        (-0.5 * self.width as f64 * self.pixel, 0.5 * self.height as f64 * self.pixel)
+        (
+            -0.5 * self.width as f64 * self.pixel,
+            0.5 * self.height as f64 * self.pixel,
+        )
     }
 
     pub fn sample(&self, rng: &mut Rng) -> [f64; 2] {

@@ -29,7 +29,9 @@ pub enum Target {
     Poly1d,
     TwoMoonsEnergy,
     CircularGmm,
-    RingMixture { rings: usize },
+    RingMixture {
+        rings: usize,
+    },
 }
 
 /// Whether a target is learned from samples or from its density.
@@ -130,9 +132,10 @@ impl Target {
 
     pub fn kind(&self) -> TargetKind {
         match self {
-            Target::Poly1d | Target::TwoMoonsEnergy | Target::CircularGmm | Target::RingMixture { .. } => {
-                TargetKind::Energy
-            }
+            Target::Poly1d
+            | Target::TwoMoonsEnergy
+            | Target::CircularGmm
+            | Target::RingMixture { .. } => TargetKind::Energy,
             _ => TargetKind::Samples,
         }
     }

@@ -89,7 +89,9 @@ pub fn eight_gaussians_log_density(x: &[f64]) -> f64 {
     let s = 0.5 / SQRT2;
     let terms: Vec<f64> = eight_centres()
         .iter()
-        .map(|c| log_normal(x[0] - 4.0 * c[0] / SQRT2, s) + log_normal(x[1] - 4.0 * c[1] / SQRT2, s))
+        .map(|c| {
+            log_normal(x[0] - 4.0 * c[0] / SQRT2, s) + log_normal(x[1] - 4.0 * c[1] / SQRT2, s)
+        })
         .collect();
     logsumexp(&terms) - 8f64.ln()
 }
@@ -99,11 +101,17 @@ const RING_RADII: [f64; 4] = [1.0, 0.75, 0.5, 0.25];
 pub fn rings(rng: &mut Rng) -> [f64; 2] {
     let radius = 3.0 * RING_RADII[rng.below(4)];
     let t = TAU * rng.uniform();
-    [radius * t.cos() + 0.08 * rng.normal(), radius * t.sin() + 0.08 * rng.normal()]
+    [
+        radius * t.cos() + 0.08 * rng.normal(),
+        radius * t.sin() + 0.08 * rng.normal(),
+    ]
 }
 
 pub fn rings_log_density(x: &[f64]) -> f64 {
-    let terms: Vec<f64> = RING_RADII.iter().map(|r| log_ring(x, 3.0 * r, 0.08)).collect();
+    let terms: Vec<f64> = RING_RADII
+        .iter()
+        .map(|r| log_ring(x, 3.0 * r, 0.08))
+        .collect();
     logsumexp(&terms) - 4f64.ln()
 }
 
@@ -135,7 +143,10 @@ pub fn two_spirals(rng: &mut Rng) -> [f64; 2] {
     let dx = -n.cos() * n + 0.5 * rng.uniform();
     let dy = n.sin() * n + 0.5 * rng.uniform();
     let sign = if rng.uniform() < 0.5 { 1.0 } else { -1.0 };
-    [sign * dx / 3.0 + 0.1 * rng.normal(), sign * dy / 3.0 + 0.1 * rng.normal()]
+    [
+        sign * dx / 3.0 + 0.1 * rng.normal(),
+        sign * dy / 3.0 + 0.1 * rng.normal(),
+    ]
 }
 
 pub fn checkerboard(rng: &mut Rng) -> [f64; 2] {
@@ -160,13 +171,19 @@ pub fn checkerboard_log_density(x: &[f64]) -> f64 {
 
 pub fn swissroll(rng: &mut Rng) -> [f64; 2] {
     let t = 1.5 * PI * (1.0 + 2.0 * rng.uniform());
-    [(t * t.cos() + rng.normal()) / 5.0, (t * t.sin() + rng.normal()) / 5.0]
+    [
+        (t * t.cos() + rng.normal()) / 5.0,
+        (t * t.sin() + rng.normal()) / 5.0,
+    ]
 }
 
 /// bijx's spiral: `t ~ U(0, 5 pi)`, `(t cos t, t sin t) / 20 + N(0, 0.02^2 I)`.
 pub fn spiral(rng: &mut Rng) -> [f64; 2] {
     let t = 5.0 * PI * rng.uniform();
-    [t * t.cos() / 20.0 + 0.02 * rng.normal(), t * t.sin() / 20.0 + 0.02 * rng.normal()]
+    [
+        t * t.cos() / 20.0 + 0.02 * rng.normal(),
+        t * t.sin() / 20.0 + 0.02 * rng.normal(),
+    ]
 }
 
 /// The spiral's density by quadrature over t (the curve blurred by the noise).

@@ -26,7 +26,9 @@ pub fn log_q(flow: &dyn Flow<f64>, x: &[f64]) -> Vec<f64> {
     let mut z = vec![0.0; x.len()];
     let mut ld = vec![0.0; n];
     flow.z_from_x(x, &mut z, &mut ld);
-    (0..n).map(|i| log_normal(&z[i * d..(i + 1) * d]) + ld[i]).collect()
+    (0..n)
+        .map(|i| log_normal(&z[i * d..(i + 1) * d]) + ld[i])
+        .collect()
 }
 
 /// ESS/N from log importance weights: `(sum w)^2 / (N sum w^2)`.
@@ -73,7 +75,12 @@ pub struct ReverseMetrics {
     pub acceptance: f64,
 }
 
-pub fn reverse_metrics(flow: &dyn Flow<f64>, target: &Target, n: usize, rng: &mut Rng) -> Option<ReverseMetrics> {
+pub fn reverse_metrics(
+    flow: &dyn Flow<f64>,
+    target: &Target,
+    n: usize,
+    rng: &mut Rng,
+) -> Option<ReverseMetrics> {
     let d = flow.dim();
     let z: Vec<f64> = (0..n * d).map(|_| rng.normal()).collect();
     let mut x = vec![0.0; n * d];

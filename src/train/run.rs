@@ -43,12 +43,23 @@ pub struct RunOutcome {
 }
 
 /// Trains; `progress(step, loss)` is called after every step.
-pub fn train(config: &RunConfig, progress: &mut dyn FnMut(usize, f64)) -> Result<RunOutcome, String> {
+pub fn train(
+    config: &RunConfig,
+    progress: &mut dyn FnMut(usize, f64),
+) -> Result<RunOutcome, String> {
     let mut rng = Rng::seeded(config.settings.seed);
     let model: FlowModel<f64> = config.flow.build(config.target.dim(), &mut rng)?;
     let mut trainer: Box<dyn Trainer> = match config.precision {
-        Precision::F32 => Box::new(CpuTrainer::<f32>::new(model, config.target.clone(), config.settings.clone())?),
-        Precision::F64 => Box::new(CpuTrainer::<f64>::new(model, config.target.clone(), config.settings.clone())?),
+        Precision::F32 => Box::new(CpuTrainer::<f32>::new(
+            model,
+            config.target.clone(),
+            config.settings.clone(),
+        )?),
+        Precision::F64 => Box::new(CpuTrainer::<f64>::new(
+            model,
+            config.target.clone(),
+            config.settings.clone(),
+        )?),
     };
     let loss_every = (config.steps / 500).max(1);
     let mut losses = Vec::new();
@@ -85,7 +96,7 @@ pub fn train(config: &RunConfig, progress: &mut dyn FnMut(usize, f64)) -> Result
 /// The JSON report of a run, with held-out metrics.
 pub fn report(config: &RunConfig, outcome: &RunOutcome) -> Value {
     let flow = outcome.model.as_flow();
-    let mut rng = Rng::seeded(config.settings.seed.wrapping_add(0x5eed_0f_7e57));
+    let mut rng = Rng::seeded(config.settings.seed.wrapping_add(0x005e_ed0f_7e57));
     let mut r = json!({
         "target": config.target.name(),
         "flow": config.flow.kind.name(),

@@ -83,7 +83,9 @@ pub fn default_threads() -> usize {
     if cfg!(target_arch = "wasm32") {
         1
     } else {
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
     }
 }
 
@@ -98,12 +100,19 @@ pub struct CpuTrainer<T: Real> {
 }
 
 impl<T: Real> CpuTrainer<T> {
-    pub fn new(model: FlowModel<f64>, target: Target, settings: TrainSettings) -> Result<Self, String> {
+    pub fn new(
+        model: FlowModel<f64>,
+        target: Target,
+        settings: TrainSettings,
+    ) -> Result<Self, String> {
         if settings.batch == 0 {
             return Err("batch size must be at least 1".into());
         }
         if !(settings.learning_rate.is_finite() && settings.learning_rate > 0.0) {
-            return Err(format!("learning rate must be positive, got {}", settings.learning_rate));
+            return Err(format!(
+                "learning rate must be positive, got {}",
+                settings.learning_rate
+            ));
         }
         if model.as_flow().dim() != target.dim() {
             return Err(format!(
@@ -114,10 +123,20 @@ impl<T: Real> CpuTrainer<T> {
             ));
         }
         if settings.loss == Loss::ForwardKl && target.kind() != TargetKind::Samples {
-            return Err(format!("target '{}' has no sampler: train it by reverse KL", target.name()));
+            return Err(format!(
+                "target '{}' has no sampler: train it by reverse KL",
+                target.name()
+            ));
         }
-        if settings.loss == Loss::ReverseKl && target.log_density_grad(&[0.1, 0.2][..target.dim()]).is_none() {
-            return Err(format!("target '{}' has no differentiable density: train it by forward KL", target.name()));
+        if settings.loss == Loss::ReverseKl
+            && target
+                .log_density_grad(&[0.1, 0.2][..target.dim()])
+                .is_none()
+        {
+            return Err(format!(
+                "target '{}' has no differentiable density: train it by forward KL",
+                target.name()
+            ));
         }
         let n = model.as_flow().n_params();
         Ok(Self {
@@ -155,7 +174,13 @@ impl<T: Real> CpuTrainer<T> {
 }
 
 /// Loss sum (divided by the full batch size `n`) and gradient of one chunk.
-fn part_loss_grad<T: Real>(flow: &dyn Flow<T>, target: &Target, loss: Loss, inputs: &[T], n: usize) -> (f64, Vec<T>) {
+fn part_loss_grad<T: Real>(
+    flow: &dyn Flow<T>,
+    target: &Target,
+    loss: Loss,
+    inputs: &[T],
+    n: usize,
+) -> (f64, Vec<T>) {
     let d = flow.dim();
     let m = inputs.len() / d;
     let inv_n = T::c(1.0 / n as f64);
@@ -199,7 +224,10 @@ fn part_loss_grad<T: Real>(flow: &dyn Flow<T>, target: &Target, loss: Loss, inpu
             flow.x_from_z_grad(inputs, &adjoint, &mut out, &mut ld, &mut grad);
             let mut total = 0.0;
             for i in 0..m {
-                let z64: Vec<f64> = inputs[i * d..(i + 1) * d].iter().map(|v| v.to_f64()).collect();
+                let z64: Vec<f64> = inputs[i * d..(i + 1) * d]
+                    .iter()
+                    .map(|v| v.to_f64())
+                    .collect();
                 let x64: Vec<f64> = out[i * d..(i + 1) * d].iter().map(|v| v.to_f64()).collect();
                 let lp = target.log_density_grad(&x64).map_or(f64::NAN, |(v, _)| v);
                 total += log_normal(&z64) - ld[i].to_f64() - lp;
@@ -225,11 +253,16 @@ impl<T: Real> Trainer for CpuTrainer<T> {
         };
         let (loss, grad) = self.loss_and_grad(&inputs);
         if !loss.is_finite() || grad.iter().any(|g| !g.is_finite()) {
-            return Err(TrainError::NonFinite { step: self.steps + 1 });
+            return Err(TrainError::NonFinite {
+                step: self.steps + 1,
+            });
         }
-        self.adam.update(self.model.as_flow_mut().params_mut(), &grad);
+        self.adam
+            .update(self.model.as_flow_mut().params_mut(), &grad);
         if self.model.as_flow().params().iter().any(|p| !p.is_finite()) {
-            return Err(TrainError::NonFinite { step: self.steps + 1 });
+            return Err(TrainError::NonFinite {
+                step: self.steps + 1,
+            });
         }
         self.steps += 1;
         Ok(loss)
@@ -245,7 +278,9 @@ impl<T: Real> Trainer for CpuTrainer<T> {
 
     fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
         let new: FlowModel<T> = model.cast();
-        if new.as_flow().n_params() != self.model.as_flow().n_params() || new.as_flow().dim() != self.model.as_flow().dim() {
+        if new.as_flow().n_params() != self.model.as_flow().n_params()
+            || new.as_flow().dim() != self.model.as_flow().dim()
+        {
             return Err("the new model has a different structure".into());
         }
         self.model = new;

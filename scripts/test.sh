@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs every check of the project on a fresh machine of this kind, installing
+# what it needs first: formatting, clippy (warnings denied), the library's
+# wasm32 build (the CPU fallback runs in the browser), and every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "toolchain"
+rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+rustup target list --installed | grep -q '^wasm32-unknown-unknown$' || rustup target add wasm32-unknown-unknown
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (warnings denied)"
+cargo clippy --all-targets --locked -- -D warnings
+
+step "library builds for wasm32-unknown-unknown"
+cargo check --lib --target wasm32-unknown-unknown --locked
+
+step "cargo test"
+cargo test --locked
