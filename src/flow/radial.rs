@@ -90,6 +90,9 @@ type Backward<'a, T> = (
     &'a mut [T],
 );
 
+/// One direction on one block: (flow, input, output, log-det, scratch, backward).
+type BlockFn<T> = fn(&RadialFlow<T>, &[T], &mut [T], &mut [T], &mut Work<T>, Option<Backward<'_, T>>);
+
 /// Samples processed together: their scalar chains run in lockstep.
 const LANES: usize = 8;
 
@@ -519,7 +522,7 @@ impl<T: Real> RadialFlow<T> {
         output: &mut [T],
         log_det: &mut [T],
         mut grad: Option<(&Adjoint<T>, &mut [T])>,
-        block: fn(&Self, &[T], &mut [T], &mut [T], &mut Work<T>, Option<Backward<'_, T>>),
+        block: BlockFn<T>,
     ) {
         let d = self.spec.dim;
         let mut work = self.work();
