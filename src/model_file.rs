@@ -224,16 +224,21 @@ pub fn model_from_json(v: &Value, dim: Option<usize>) -> Result<FlowModel<f64>> 
                         rows.len()
                     ));
                 }
+                let nf = 2 * order + 1;
+                let mut w = vec![0.0; rows.len() * nf];
                 for (i, row) in rows.iter().enumerate() {
                     let r = numbers(row, &format!("model: 'weights'[{i}]"))?;
-                    if r.len() != 2 * order + 1 {
+                    if r.len() != nf {
                         return Err(format!(
-                            "model: 'weights'[{i}] needs {} entries (2 order + 1)",
-                            2 * order + 1
+                            "model: 'weights'[{i}] needs {nf} entries (2 order + 1)"
                         ));
                     }
-                    params.extend(r);
+                    // stored feature-major (see flow::radial)
+                    for (f, v) in r.into_iter().enumerate() {
+                        w[f * rows.len() + i] = v;
+                    }
                 }
+                params.extend(w);
                 RadialConditioner::Fourier { order }
             } else {
                 params.extend(raw);
@@ -345,7 +350,11 @@ pub fn model_to_json(model: &FlowModel<f64>) -> Value {
                 }),
                 RadialConditioner::Fourier { order } => {
                     let nf = 2 * order + 1;
-                    let rows: Vec<&[f64]> = body.chunks(nf).collect();
+                    let n_raw = f.spec.stack.n_raw();
+                    // one row per raw parameter (the body is stored feature-major)
+                    let rows: Vec<Vec<f64>> = (0..n_raw)
+                        .map(|q| (0..nf).map(|k| body[k * n_raw + q]).collect())
+                        .collect();
                     json!({
                         "type": "radial-fourier",
                         "center": center,

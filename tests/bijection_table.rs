@@ -71,7 +71,7 @@ fn flow_table(seed: u64) -> Vec<(String, Box<dyn Flow<f64>>)> {
                 stack: stack.clone(),
                 conditioner: RadialConditioner::Direct,
             };
-            let mut f = RadialFlow::<f64>::init(spec, None, &mut rng).expect("valid");
+            let mut f = RadialFlow::<f64>::init(spec, None, None, &mut rng).expect("valid");
             perturb(f.params_mut(), &mut rng, 0.4);
             out.push((format!("radial-{dim}d-{name}"), Box::new(f)));
         }
@@ -80,7 +80,8 @@ fn flow_table(seed: u64) -> Vec<(String, Box<dyn Flow<f64>>)> {
             stack: stack.clone(),
             conditioner: RadialConditioner::Fourier { order: 3 },
         };
-        let mut f = RadialFlow::<f64>::init(spec, Some(&[0.3, -0.2]), &mut rng).expect("valid");
+        let mut f =
+            RadialFlow::<f64>::init(spec, Some(&[0.3, -0.2]), None, &mut rng).expect("valid");
         perturb(f.params_mut(), &mut rng, 0.3);
         out.push((format!("radial-fourier-{name}"), Box::new(f)));
         for dim in [2, 3] {

@@ -14,6 +14,7 @@ use flowplay::train::{CpuTrainer, Loss, TrainError, TrainSettings, Trainer, defa
 fn spiral_reference_recipe_reaches_the_papers_nll() {
     let mut flow = FlowConfig::defaults(FlowKind::RadialFourier);
     flow.center = Some(vec![-0.5, -1.0]);
+    flow.log_scale = Some(vec![0.0, 0.0]);
     let config = RunConfig {
         target: Target::Spiral,
         flow,

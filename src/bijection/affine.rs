@@ -55,7 +55,6 @@ impl<T: Real> Affine<T> {
         logd_raw[1] = T::zero();
         ScalarPartials {
             f: y,
-            logd: self.s,
             f_x: self.scale,
             logd_x: T::zero(),
         }

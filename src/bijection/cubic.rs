@@ -115,16 +115,30 @@ impl<T: Real> Cubic<T> {
 
     #[inline]
     pub fn x_from_z(&self, x: T) -> (T, T) {
-        let u = x - self.c;
-        let v = self.g_inv(self.g(u) + self.beta);
-        (self.c + v, (self.g_prime(u) / self.g_prime(v)).ln())
+        let (y, ratio) = self.x_from_z_ratio(x);
+        (y, ratio.ln())
     }
 
     #[inline]
     pub fn z_from_x(&self, y: T) -> (T, T) {
+        let (x, ratio) = self.z_from_x_ratio(y);
+        (x, ratio.ln())
+    }
+
+    /// `(f(x), f'(x))`, the derivative not logged.
+    #[inline]
+    pub fn x_from_z_ratio(&self, x: T) -> (T, T) {
+        let u = x - self.c;
+        let v = self.g_inv(self.g(u) + self.beta);
+        (self.c + v, self.g_prime(u) / self.g_prime(v))
+    }
+
+    /// `(f^-1(y), f'(f^-1(y)))`, the derivative not logged.
+    #[inline]
+    pub fn z_from_x_ratio(&self, y: T) -> (T, T) {
         let v = y - self.c;
         let u = self.g_inv(self.g(v) - self.beta);
-        (self.c + u, (self.g_prime(u) / self.g_prime(v)).ln())
+        (self.c + u, self.g_prime(u) / self.g_prime(v))
     }
 
     /// Partials at `x`, given `y = f(x)` (so nothing is solved again).
@@ -163,7 +177,6 @@ impl<T: Real> Cubic<T> {
         logd_raw[3] = -logd_x;
         ScalarPartials {
             f: self.c + v,
-            logd: fp.ln(),
             f_x: fp,
             logd_x,
         }

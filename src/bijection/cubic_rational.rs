@@ -164,7 +164,6 @@ impl<T: Real> CubicRational<T> {
         logd_raw[2] = fp_c * inv_fp;
         ScalarPartials {
             f,
-            logd: fp.ln(),
             f_x: fp,
             logd_x: fpp * inv_fp,
         }

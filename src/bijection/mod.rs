@@ -55,12 +55,11 @@ impl ParamSpec {
     }
 }
 
-/// Value, log-derivative and their derivatives with respect to the input.
+/// Value and the derivatives of `f` and `log f'` with respect to the input.
 /// (Derivatives with respect to raw parameters are written into caller slices.)
 #[derive(Clone, Copy, Debug)]
 pub struct ScalarPartials<T> {
     pub f: T,
-    pub logd: T,
     /// f'(x)
     pub f_x: T,
     /// d log f'(x) / dx
@@ -184,6 +183,54 @@ impl Family {
     }
 }
 
+/// A layer's derivative: its logarithm, or the plain value where that is
+/// cheaper (a chain multiplies those and takes one logarithm at the end).
+#[derive(Clone, Copy, Debug)]
+pub enum Slope<T> {
+    Log(T),
+    Ratio(T),
+}
+
+/// Sums log-derivatives along a chain, multiplying plain ratios and taking
+/// their logarithm only when the product leaves a safe range (float32 included).
+#[derive(Clone, Copy, Debug)]
+pub struct LogSlopeSum<T> {
+    log: T,
+    product: T,
+}
+
+impl<T: Real> Default for LogSlopeSum<T> {
+    fn default() -> Self {
+        Self {
+            log: T::zero(),
+            product: T::one(),
+        }
+    }
+}
+
+impl<T: Real> LogSlopeSum<T> {
+    #[inline(always)]
+    pub fn add(&mut self, slope: Slope<T>) {
+        match slope {
+            Slope::Log(l) => self.log += l,
+            Slope::Ratio(r) => {
+                self.product *= r;
+                // One layer's ratio stays within 1e+-13 for |x| up to 1e6, so the
+                // product never leaves float32's range before this check.
+                if !(self.product > T::c(1e-15) && self.product < T::c(1e15)) {
+                    self.log += self.product.ln();
+                    self.product = T::one();
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub fn value(&self) -> T {
+        self.log + self.product.ln()
+    }
+}
+
 /// One scalar layer with its constrained parameters computed from raw ones.
 #[derive(Clone, Debug)]
 pub enum Scalar<T> {
@@ -227,6 +274,37 @@ impl<T: Real> Scalar<T> {
             Scalar::Cubic(b) => b.x_from_z(z),
             Scalar::Affine(b) => b.x_from_z(z),
             Scalar::Spline(b) => b.x_from_z(z),
+        }
+    }
+
+    /// `(f(z), f'(z))` with the derivative as a [`Slope`]: a plain ratio where
+    /// that is cheaper than its logarithm.
+    #[inline]
+    pub fn x_from_z_slope(&self, z: T) -> (T, Slope<T>) {
+        match self {
+            Scalar::Cubic(b) => {
+                let (x, ratio) = b.x_from_z_ratio(z);
+                (x, Slope::Ratio(ratio))
+            }
+            _ => {
+                let (x, l) = self.x_from_z(z);
+                (x, Slope::Log(l))
+            }
+        }
+    }
+
+    /// `(f^-1(x), f'(f^-1(x)))` with the derivative as a [`Slope`].
+    #[inline]
+    pub fn z_from_x_slope(&self, x: T) -> (T, Slope<T>) {
+        match self {
+            Scalar::Cubic(b) => {
+                let (z, ratio) = b.z_from_x_ratio(x);
+                (z, Slope::Ratio(ratio))
+            }
+            _ => {
+                let (z, l) = self.z_from_x(x);
+                (z, Slope::Log(l))
+            }
         }
     }
 

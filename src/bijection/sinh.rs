@@ -123,7 +123,6 @@ impl<T: Real> Sinh<T> {
         logd_raw[4] = (T::one() - th_big * f_nu / s) * self.dnu_draw;
         ScalarPartials {
             f: self.c + s * big_a,
-            logd,
             f_x: fp,
             logd_x,
         }

@@ -229,26 +229,20 @@ impl<T: Real> Spline<T> {
         if !self.inside(x) {
             return ScalarPartials {
                 f: x,
-                logd: T::zero(),
                 f_x: T::one(),
                 logd_x: T::zero(),
             };
         }
         let k = self.bins;
         let i = Self::bin_of(&self.xs[..=k], x);
-        let (f, logd, f_x, logd_x, local) = self.eval_bin(i, x, true);
+        let (f, _, f_x, logd_x, local) = self.eval_bin(i, x, true);
         let Some(local) = local else {
             unreachable!("eval_bin returns derivatives when asked")
         };
         for (g, out) in [(&local.f, &mut *f_raw), (&local.logd, &mut *logd_raw)] {
             self.chain_to_raw(i, g, out);
         }
-        ScalarPartials {
-            f,
-            logd,
-            f_x,
-            logd_x,
-        }
+        ScalarPartials { f, f_x, logd_x }
     }
 
     /// Chains derivatives with respect to (x_i, W_i, y_i, H_i, d_i, d_i+1) to raw.

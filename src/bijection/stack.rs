@@ -5,7 +5,10 @@
 //! of every forward layer, which is also the output of every inverse layer; the
 //! backward passes read it instead of recomputing the chain.
 
-use super::{Family, Scalar};
+use super::{Family, LogSlopeSum, Scalar};
+
+/// Most lanes one lockstep call runs.
+pub const MAX_LANES: usize = 16;
 use crate::real::Real;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -101,9 +104,9 @@ impl Stack {
     }
 
     // Traced passes. The `_lanes` forms run several independent chains (one per
-    // lane, each with its own layers) in lockstep, layer by layer: a chain is a
-    // sequence of dependent operations, and interleaving lanes lets the CPU
-    // overlap them. `traces` holds `lanes x K` values, row-major.
+    // lane, each with its own layers; at most MAX_LANES) in lockstep, layer by
+    // layer: a chain is a sequence of dependent operations, and interleaving
+    // lanes lets the CPU overlap them. `traces` holds `lanes x K` values.
 
     /// `f(z)` alone, recording each layer's input in `trace`.
     #[inline]
@@ -154,14 +157,17 @@ impl Stack {
         traces: &mut [T],
     ) {
         let k_len = traces.len() / v.len().max(1);
-        ld.iter_mut().for_each(|l| *l = T::zero());
+        let mut sums = [LogSlopeSum::default(); MAX_LANES];
         for k in 0..k_len {
             for (lane, x) in v.iter_mut().enumerate() {
                 traces[lane * k_len + k] = *x;
-                let (y, l) = built[lane].as_ref()[k].x_from_z(*x);
+                let (y, slope) = built[lane].as_ref()[k].x_from_z_slope(*x);
                 *x = y;
-                ld[lane] += l;
+                sums[lane].add(slope);
             }
+        }
+        for (l, sum) in ld.iter_mut().zip(&sums) {
+            *l = sum.value();
         }
     }
 
@@ -174,14 +180,17 @@ impl Stack {
         traces: &mut [T],
     ) {
         let k_len = traces.len() / v.len().max(1);
-        ld.iter_mut().for_each(|l| *l = T::zero());
+        let mut sums = [LogSlopeSum::default(); MAX_LANES];
         for k in (0..k_len).rev() {
             for (lane, x) in v.iter_mut().enumerate() {
-                let (y, l) = built[lane].as_ref()[k].z_from_x(*x);
+                let (y, slope) = built[lane].as_ref()[k].z_from_x_slope(*x);
                 *x = y;
                 traces[lane * k_len + k] = y;
-                ld[lane] += l;
+                sums[lane].add(slope);
             }
+        }
+        for (l, sum) in ld.iter_mut().zip(&sums) {
+            *l = sum.value();
         }
     }
 

@@ -28,8 +28,10 @@ struct Recipe {
 fn recipes() -> Vec<Recipe> {
     let mut radial = FlowConfig::defaults(FlowKind::Radial);
     radial.center = Some(vec![-0.5, -1.0]);
+    radial.log_scale = Some(vec![0.0, 0.0]);
     let mut fourier = FlowConfig::defaults(FlowKind::RadialFourier);
     fourier.center = Some(vec![-0.5, -1.0]);
+    fourier.log_scale = Some(vec![0.0, 0.0]);
     vec![
         Recipe {
             name: "radial, spiral, 64 x cubic",

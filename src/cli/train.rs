@@ -20,6 +20,7 @@ flowplay train [options]
   --layers N --width W --depth D     coupling conditioner (default 8, 128, 2)
   --fourier-order N    angle features of radial-fourier (default 3)
   --center X,Y         radial centre (default (-0.5,-1) for spiral, else random N(0, 1))
+  --log-scale X,Y      radial log-scales (default 0 for spiral, else random N(0, 0.1^2))
   --spline-bins K --spline-bound B   spline shape (default 8 bins on [-5, 5])
   --steps N (5000) --batch B (512) --lr LR (1e-2) --seed S (0)
   --loss forward-kl|reverse-kl       default: forward for sample targets, reverse for energies
@@ -40,6 +41,7 @@ const OPTIONS: &[&str] = &[
     "depth",
     "fourier-order",
     "center",
+    "log-scale",
     "spline-bins",
     "spline-bound",
     "steps",
@@ -91,10 +93,16 @@ pub fn config_from_args(args: &Args) -> Result<RunConfig, String> {
     flow.width = args.get("width", flow.width)?;
     flow.depth = args.get("depth", flow.depth)?;
     flow.fourier_order = args.get("fourier-order", flow.fourier_order)?;
+    // math.md's reference recipe: the spiral flow starts at centre (-0.5, -1), log-scale 0.
+    let spiral = target_name == "spiral";
     flow.center = match args.str("center") {
-        Some(text) => Some(parse_vector(text, target.dim())?),
-        // math.md's reference recipe centres the spiral flow at (-0.5, -1).
-        None if target_name == "spiral" => Some(vec![-0.5, -1.0]),
+        Some(text) => Some(parse_vector(text, target.dim(), "--center")?),
+        None if spiral => Some(vec![-0.5, -1.0]),
+        None => None,
+    };
+    flow.log_scale = match args.str("log-scale") {
+        Some(text) => Some(parse_vector(text, target.dim(), "--log-scale")?),
+        None if spiral => Some(vec![0.0, 0.0]),
         None => None,
     };
     if kind == FlowKind::RadialFourier && target.dim() != 2 {
@@ -144,11 +152,11 @@ pub fn config_from_args(args: &Args) -> Result<RunConfig, String> {
     })
 }
 
-fn parse_vector(text: &str, dim: usize) -> Result<Vec<f64>, String> {
+fn parse_vector(text: &str, dim: usize, option: &str) -> Result<Vec<f64>, String> {
     let v: Result<Vec<f64>, _> = text.split(',').map(|s| s.trim().parse::<f64>()).collect();
-    let v = v.map_err(|_| format!("--center: cannot read '{text}' as numbers like -0.5,-1"))?;
+    let v = v.map_err(|_| format!("{option}: cannot read '{text}' as numbers like -0.5,-1"))?;
     if v.len() != dim || v.iter().any(|x| !x.is_finite()) {
-        return Err(format!("--center needs {dim} finite numbers, got '{text}'"));
+        return Err(format!("{option} needs {dim} finite numbers, got '{text}'"));
     }
     Ok(v)
 }

@@ -64,6 +64,8 @@ pub struct FlowConfig {
     pub fourier_order: usize,
     /// Radial centre (N(0, 1) when absent).
     pub center: Option<Vec<f64>>,
+    /// Radial log-scales (N(0, 0.1^2) when absent).
+    pub log_scale: Option<Vec<f64>>,
 }
 
 impl FlowConfig {
@@ -79,6 +81,7 @@ impl FlowConfig {
             depth: 2,
             fourier_order: 3,
             center: None,
+            log_scale: None,
         }
     }
 
@@ -102,7 +105,12 @@ impl FlowConfig {
                     stack,
                     conditioner,
                 };
-                FlowModel::Radial(RadialFlow::init(spec, self.center.as_deref(), rng)?)
+                FlowModel::Radial(RadialFlow::init(
+                    spec,
+                    self.center.as_deref(),
+                    self.log_scale.as_deref(),
+                    rng,
+                )?)
             }
             FlowKind::Coupling => {
                 let spec = CouplingSpec {

@@ -7,7 +7,9 @@
 //! (the angle-dependent flow of math.md 2.1).
 //!
 //! Parameter layout: `[centre (d), log_scale (d), body]`, where `body` is the
-//! stack's raw values (direct) or the `P x F` weight matrix, row-major (Fourier).
+//! stack's raw values (direct) or the `P x F` weight matrix stored feature-major,
+//! i.e. as its `F x P` transpose, so that every conditioner operation runs along
+//! rows of length P (Fourier).
 
 use super::{Adjoint, Flow};
 use crate::bijection::{Scalar, Stack};
@@ -91,7 +93,8 @@ type Backward<'a, T> = (
 );
 
 /// One direction on one block: (flow, input, output, log-det, scratch, backward).
-type BlockFn<T> = fn(&RadialFlow<T>, &[T], &mut [T], &mut [T], &mut Work<T>, Option<Backward<'_, T>>);
+type BlockFn<T> =
+    fn(&RadialFlow<T>, &[T], &mut [T], &mut [T], &mut Work<T>, Option<Backward<'_, T>>);
 
 /// Samples processed together: their scalar chains run in lockstep.
 const LANES: usize = 8;
@@ -125,19 +128,30 @@ struct Work<T> {
 }
 
 impl<T: Real> RadialFlow<T> {
-    /// Default initialization: the given centre (or N(0, 1)), log-scales
-    /// N(0, 0.1^2), the stack's default raw values (direct) or weights
+    /// Default initialization: the given centre (or N(0, 1)) and log-scales (or
+    /// N(0, 0.1^2)), the stack's default raw values (direct) or weights
     /// N(0, 0.01^2) (Fourier, as bijx).
-    pub fn init(spec: RadialSpec, center: Option<&[f64]>, rng: &mut Rng) -> Result<Self, String> {
+    pub fn init(
+        spec: RadialSpec,
+        center: Option<&[f64]>,
+        log_scale: Option<&[f64]>,
+        rng: &mut Rng,
+    ) -> Result<Self, String> {
         spec.validate()?;
         let d = spec.dim;
         let mut p: Vec<f64> = Vec::with_capacity(spec.n_params());
-        match center {
-            Some(c) if c.len() == d => p.extend_from_slice(c),
-            Some(c) => return Err(format!("centre has {} coordinates, flow has {d}", c.len())),
-            None => p.extend((0..d).map(|_| rng.normal())),
+        for (given, what, spread) in [(center, "centre", 1.0), (log_scale, "log-scale", 0.1)] {
+            match given {
+                Some(v) if v.len() == d => p.extend_from_slice(v),
+                Some(v) => {
+                    return Err(format!(
+                        "the {what} has {} coordinates, the flow has {d}",
+                        v.len()
+                    ));
+                }
+                None => p.extend((0..d).map(|_| spread * rng.normal())),
+            }
         }
-        p.extend((0..d).map(|_| 0.1 * rng.normal()));
         match spec.conditioner {
             RadialConditioner::Direct => p.extend(spec.stack.default_raw(&mut || rng.normal())),
             RadialConditioner::Fourier { .. } => {
@@ -243,9 +257,14 @@ impl<T: Real> RadialFlow<T> {
                 let nf = 2 * order + 1;
                 let features = &mut work.features[lane * nf..(lane + 1) * nf];
                 Self::fourier(order, &work.u[lane], features);
-                for (p, raw) in work.raw.iter_mut().enumerate() {
-                    let row = &self.body()[p * nf..(p + 1) * nf];
-                    *raw = row.iter().zip(features.iter()).map(|(&w, &f)| w * f).sum();
+                // raw = W features, W stored feature-major (one row of P per feature)
+                let n_raw = work.raw.len();
+                work.raw.iter_mut().for_each(|r| *r = T::zero());
+                for (f, &phi) in features.iter().enumerate() {
+                    let column = &self.body()[f * n_raw..(f + 1) * n_raw];
+                    for (r, &w) in work.raw.iter_mut().zip(column) {
+                        *r += w * phi;
+                    }
                 }
                 self.spec.stack.build(&work.raw, &mut work.built[lane]);
             }
@@ -296,20 +315,19 @@ impl<T: Real> RadialFlow<T> {
                         dphi[k - 1] = kt.cos();
                         dphi[order + k - 1] = -kt.sin();
                     }
+                    // grad(W) += raw_bar features^T; t_bar = raw_bar . (W dphi)
                     let body = self.body();
                     let mut t_bar = T::zero();
-                    for (q, &rb) in raw_bar.iter().enumerate() {
-                        let row = &mut g_body[q * nf..(q + 1) * nf];
-                        for (g, &f) in row.iter_mut().zip(features) {
-                            *g += rb * f;
+                    for f in 0..nf {
+                        let g_row = &mut g_body[f * p..(f + 1) * p];
+                        for (g, &rb) in g_row.iter_mut().zip(raw_bar) {
+                            *g += rb * features[f];
                         }
-                        let wrow = &body[q * nf..q * nf + 2 * order];
-                        let dot: T = wrow
-                            .iter()
-                            .zip(&dphi[..2 * order])
-                            .map(|(&a, &b)| a * b)
-                            .sum();
-                        t_bar += rb * dot;
+                        if f < 2 * order {
+                            let w_row = &body[f * p..(f + 1) * p];
+                            let dot: T = w_row.iter().zip(raw_bar).map(|(&w, &rb)| w * rb).sum();
+                            t_bar += dot * dphi[f];
+                        }
                     }
                     // t = atan2(u1, u0): dt/du = (-u1, u0); u = w / r.
                     let u_bar = [-u[1] * t_bar, u[0] * t_bar];
