@@ -265,15 +265,15 @@ fn train_writes_a_report_whose_model_eval_reads_and_reruns_are_identical() {
     assert_eq!(reports[0]["final_loss"], reports[1]["final_loss"]);
     assert_eq!(reports[0]["test_nll"], reports[1]["test_nll"]);
     assert_eq!(reports[0]["model"], reports[1]["model"]);
-    // The saved model is what eval reads.
-    let (code, out, err) = eval(
-        &reports[0]["model"],
-        &json!([[0.3, -0.7], [2.0, 1.0]]),
-        &["--direction", "z_from_x"],
-    );
+    // The saved model is what eval reads, alone or as the whole report.
+    let points = json!([[0.3, -0.7], [2.0, 1.0]]);
+    let (code, out, err) = eval(&reports[0]["model"], &points, &["--direction", "z_from_x"]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["points"].as_array().unwrap().len(), 2);
+    let (code, out_report, err) = eval(&reports[0], &points, &["--direction", "z_from_x"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, out_report);
 }
 
 #[test]

@@ -13,7 +13,8 @@ Applies the model to every point and prints {\"points\": [[...], ...], \"log_det
 where log_det is log|det d(output)/d(input)| in the chosen direction.
   --direction  x_from_z (sampling, the map f itself; default) or z_from_x (density)
   --precision  f64 (default, the reference) or f32 (what the GPU computes)
-A scalar or stack model is applied to every coordinate of a point.";
+A scalar or stack model is applied to every coordinate of a point. MODEL.json may
+also be a report written by `flowplay train --out` (its \"model\" is used).";
 
 pub fn run(argv: &[String]) -> Result<(), String> {
     let args = Args::parse(argv, &["model", "points", "direction", "precision"], &[])?;
@@ -21,6 +22,11 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     let points_json = read_json(args.required("points")?, "points file")?;
     let points = parse_points(&points_json)?;
     let dim = points.first().map(|p| p.len()).unwrap_or(1);
+    // A training report carries its model under "model".
+    let model_json = match (model_json.get("type"), model_json.get("model")) {
+        (None, Some(inner)) => inner.clone(),
+        _ => model_json,
+    };
     let model = model_from_json(&model_json, Some(dim))?;
     let sampling = match args.str("direction").unwrap_or("x_from_z") {
         "x_from_z" => true,
