@@ -22,4 +22,9 @@ step "library builds for wasm32-unknown-unknown"
 cargo check --lib --target wasm32-unknown-unknown --locked
 
 step "cargo test"
-cargo test --locked
+log=$(mktemp)
+cargo test --locked --all-targets 2>&1 | tee "$log"
+# One closing line over every test binary.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1) } }
+     END { printf "cargo: %d passed, %d failed\n", p, f }' "$log"
+rm -f "$log"

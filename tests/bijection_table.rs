@@ -453,3 +453,32 @@ fn float32_inverse_is_finite_and_round_trips_up_to_1e6() {
     }
     assert!(checked > 3 * 400 * 50);
 }
+
+/// The baselines in float32 at the same magnitudes: the affine map is exact to
+/// rounding everywhere, and the spline is the identity beyond its interval.
+#[test]
+fn float32_baselines_invert_up_to_1e6() {
+    let mut rng = Rng::seeded(8);
+    for family in [Family::Affine, Family::Spline(SplineShape::default())] {
+        for _ in 0..200 {
+            let raw: Vec<f32> = (0..family.n_raw())
+                .map(|_| (3.0 * rng.normal()) as f32)
+                .collect();
+            let layer = Scalar::<f32>::from_raw(family, &raw);
+            for y in [0.0f32, 0.37, -4.9, 5.0, 123.0, -2.5e4, 1e6, -1e6] {
+                let (x, ld) = layer.z_from_x(y);
+                assert!(
+                    x.is_finite() && ld.is_finite(),
+                    "{family:?}: inverse of {y}"
+                );
+                let (y_back, _) = layer.x_from_z(x);
+                // a few ulps of x, times the slope there (a spline bin can be steep)
+                let tol = 1e-4 * (1.0 + y.abs()) + 8.0 * f32::EPSILON * ld.exp() * (1.0 + x.abs());
+                assert!(
+                    (y_back - y).abs() <= tol,
+                    "{family:?} raw {raw:?}: {y} -> {x} -> {y_back}"
+                );
+            }
+        }
+    }
+}
