@@ -13,7 +13,9 @@
 //! {"type": "elementwise", "dim": 1, "bijection": { ...scalar or stack... }}
 //! ```
 
+use crate::bijection::stack::MAX_STACK;
 use crate::bijection::{Family, Scalar, SplineShape, Stack, spline};
+use crate::flow::radial::MAX_ORDER;
 use crate::flow::{
     CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, FlowModel, RadialConditioner, RadialFlow,
     RadialSpec,
@@ -71,10 +73,11 @@ fn family_of(v: &Value, what: &str) -> Result<Family> {
             Some(b) => number(b, &format!("{what}: 'bound'"))?,
             None => SplineShape::default().bound,
         };
-        if !(2..=spline::MAX_BINS).contains(&bins) || bound <= 0.0 {
+        if !(2..=spline::MAX_BINS).contains(&bins) || !(bound > 0.0 && bound <= spline::MAX_BOUND) {
             return Err(format!(
-                "{what}: a spline needs 2 to {} bins and a positive bound",
-                spline::MAX_BINS
+                "{what}: a spline needs 2 to {} bins and a bound in (0, {}]",
+                spline::MAX_BINS,
+                spline::MAX_BOUND
             ));
         }
         return Ok(Family::Spline(SplineShape { bins, bound }));
@@ -105,18 +108,18 @@ fn parse_stack(v: &Value, with_params: bool, what: &str) -> Result<(Stack, Vec<f
                 }
                 let n = copies
                     .as_u64()
-                    .ok_or_else(|| format!("{what}: 'copies' must be an integer"))?
-                    as usize;
-                if n == 0 {
-                    return Err(format!("{what}: a stack needs at least one layer"));
+                    .ok_or_else(|| format!("{what}: 'copies' must be an integer"))?;
+                if !(1..=MAX_STACK as u64).contains(&n) {
+                    return Err(format!("{what}: a stack needs 1 to {MAX_STACK} layers"));
                 }
+                let n = n as usize;
                 return Ok((Stack::uniform(family_of(v, what)?, n), Vec::new()));
             }
             let layers = field(v, "layers", what)?
                 .as_array()
                 .ok_or_else(|| format!("{what}: 'layers' must be an array"))?;
-            if layers.is_empty() {
-                return Err(format!("{what}: a stack needs at least one layer"));
+            if layers.is_empty() || layers.len() > MAX_STACK {
+                return Err(format!("{what}: a stack needs 1 to {MAX_STACK} layers"));
             }
             let mut families = Vec::new();
             let mut raw = Vec::new();
@@ -214,6 +217,9 @@ pub fn model_from_json(v: &Value, dim: Option<usize>) -> Result<FlowModel<f64>> 
             params.extend(log_scale);
             let conditioner = if fourier {
                 let order = count(v, "order", what)?;
+                if !(1..=MAX_ORDER).contains(&order) {
+                    return Err(format!("model: 'order' must be 1 to {MAX_ORDER}"));
+                }
                 let rows = field(v, "weights", what)?
                     .as_array()
                     .ok_or_else(|| "model: 'weights' must be an array of rows".to_string())?;

@@ -122,9 +122,12 @@ macro_rules! impl_real {
                 if a == 0.0 || !a.is_finite() {
                     return self;
                 }
-                // Subnormals: scale into the normal range first.
+                // Tiny (subnormal) and huge inputs: scale by 2^(+-90) first, so
+                // neither the bit guess nor y^3 + 2a leaves the normal range.
                 let (a, unscale) = if a < <$t>::MIN_POSITIVE * 1e6 {
                     (a * 2f64.powi(90) as $t, 2f64.powi(-30) as $t)
+                } else if a > <$t>::MAX / 16.0 {
+                    (a * 2f64.powi(-90) as $t, 2f64.powi(30) as $t)
                 } else {
                     (a, 1.0)
                 };

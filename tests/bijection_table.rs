@@ -482,3 +482,43 @@ fn float32_baselines_invert_up_to_1e6() {
         }
     }
 }
+
+/// Sinh conjugation far from the identity: e^(mu + nu) tiny or huge, and beta
+/// large enough to flip the sign of e^nu sinh(a) + beta beyond |a| = 20, where
+/// the log-space form takes over. The map stays increasing and invertible.
+#[test]
+fn sinh_is_monotone_across_its_log_space_switch() {
+    let cases: [[f64; 5]; 5] = [
+        [0.2, 0.0, 0.0, -15.0, -15.0],
+        [0.2, 0.0, 0.0, 15.0, 15.0],
+        [0.11, -1e9, 0.0, 0.0, 0.0],
+        [0.5, 3.0, 1.0, -39.0, 39.0],
+        [1.0, -2.0, -0.5, 39.0, -3.0],
+    ];
+    for values in cases {
+        let raw = Family::Sinh
+            .raw_from_constrained(&values)
+            .expect("admissible");
+        let layer = Scalar::<f64>::from_raw(Family::Sinh, &raw);
+        let mut prev = f64::NEG_INFINITY;
+        for i in 0..4001 {
+            let x = -40.0 + 80.0 * i as f64 / 4000.0;
+            let (y, logd) = layer.x_from_z(x);
+            assert!(
+                y.is_finite() && logd.is_finite(),
+                "{values:?}: f({x}) = {y}, log f' {logd}"
+            );
+            assert!(
+                y >= prev,
+                "{values:?}: not increasing at {x}: {prev} then {y}"
+            );
+            prev = y;
+            let (back, _) = layer.z_from_x(y);
+            let tol = 1e-9 * (1.0 + x.abs()) + 1e-12 * (-logd).exp();
+            assert!(
+                (back - x).abs() <= tol.max(1e-9),
+                "{values:?}: {x} -> {y} -> {back}"
+            );
+        }
+    }
+}

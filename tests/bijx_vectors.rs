@@ -312,6 +312,18 @@ fn fast_cube_root_is_exact_to_an_ulp_or_two() {
     }
     assert_eq!(<f64 as Real>::cbrt(0.0), 0.0);
     assert_eq!(<f64 as Real>::cbrt(-8.0), -2.0);
+    for huge in [f64::MAX, 1e307, -6e307] {
+        assert!(
+            (<f64 as Real>::cbrt(huge) - huge.cbrt()).abs()
+                <= 4.0 * f64::EPSILON * huge.cbrt().abs()
+        );
+    }
+    for huge in [f32::MAX, 2e38, -1.2e38] {
+        assert!(
+            (<f32 as Real>::cbrt(huge) - huge.cbrt()).abs()
+                <= 4.0 * f32::EPSILON * huge.cbrt().abs()
+        );
+    }
     let tiny = 1e-310f64;
     assert!((<f64 as Real>::cbrt(tiny) - tiny.cbrt()).abs() <= 4.0 * f64::EPSILON * tiny.cbrt());
 }

@@ -157,6 +157,42 @@ fn bad_input_gives_one_line_errors_and_nonzero_exit() {
             "2-dimensional but the points have 3",
         ),
     ];
+    // Sizes a file could ask for that would exhaust memory are refused first.
+    let cubic = json!({"type": "scalar", "family": "cubic"});
+    let cases: Vec<(Value, Value, &str)> = cases
+        .into_iter()
+        .chain([
+            (
+                json!({"type": "radial-fourier", "center": [0, 0], "log_scale": [0, 0], "order": 1_000_000_000_000u64,
+                       "bijection": cubic, "weights": [[0], [0], [0], [0]]}),
+                json!([[0.5, 1.0]]),
+                "'order' must be 1 to 16",
+            ),
+            (
+                json!({"type": "radial-fourier", "center": [0, 0], "log_scale": [0, 0], "order": 3,
+                       "bijection": {"type": "stack", "family": "cubic", "copies": 1_000_000_000_000u64}, "weights": []}),
+                json!([[0.5, 1.0]]),
+                "a stack needs 1 to 1024 layers",
+            ),
+            (
+                json!({"type": "coupling", "dim": 2, "layers": 1, "width": 9_223_372_036_854_775_808u64, "depth": 0,
+                       "bijection": cubic, "params": [0, 0, 0, 0]}),
+                json!([[0.5, 1.0]]),
+                "width 1 to 4096",
+            ),
+            (
+                json!({"type": "elementwise", "dim": 9_223_372_036_854_775_807u64,
+                       "bijection": {"type": "scalar", "family": "affine", "params": {"s": 0.0, "t": 0.0}}}),
+                json!([]),
+                "dimension 1 to 4096",
+            ),
+            (
+                json!({"type": "scalar", "family": "spline", "bins": 8, "bound": 1e308, "raw": vec![0.0; 23]}),
+                json!([[0.5]]),
+                "a bound in (0, 1000000]",
+            ),
+        ])
+        .collect();
     for (model, points, expected) in cases {
         let (code, out, err) = eval(&model, &points, &[]);
         assert_eq!(code, 1, "{model}: {err}");

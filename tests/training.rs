@@ -166,4 +166,20 @@ fn trainer_refuses_mismatched_settings() {
         ))
         .contains("learning rate")
     );
+    // Finite in f64 but infinite in f32: refused up front, not found as NaN later.
+    let mut rng = Rng::seeded(0);
+    let model = FlowConfig::defaults(FlowKind::Radial)
+        .build::<f64>(2, &mut rng)
+        .unwrap();
+    let too_big = TrainSettings {
+        batch: 8,
+        learning_rate: 1e39,
+        seed: 0,
+        loss: Loss::ForwardKl,
+        threads: 1,
+    };
+    let e = CpuTrainer::<f32>::new(model, Target::Moons, too_big)
+        .err()
+        .unwrap_or_default();
+    assert!(e.contains("finite in f32"), "{e}");
 }

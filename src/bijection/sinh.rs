@@ -10,8 +10,8 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec::new("s", "s > 0.1", S_MIN, f64::INFINITY),
     ParamSpec::new("beta", "any real", f64::NEG_INFINITY, f64::INFINITY),
     ParamSpec::new("c", "any real", f64::NEG_INFINITY, f64::INFINITY),
-    ParamSpec::new("mu", "any real", f64::NEG_INFINITY, f64::INFINITY),
-    ParamSpec::new("nu", "any real", f64::NEG_INFINITY, f64::INFINITY),
+    ParamSpec::new("mu", "-40 < mu < 40", -40.0, 40.0),
+    ParamSpec::new("nu", "-40 < nu < 40", -40.0, 40.0),
 ];
 
 #[derive(Clone, Copy, Debug)]
@@ -24,6 +24,17 @@ pub struct Sinh<T> {
     ds_draw: T,
     dmu_draw: T,
     dnu_draw: T,
+}
+
+/// `asinh(z)` for `z = sign e^log_z`, without forming a huge `z`.
+#[inline]
+fn asinh_from_log<T: Real>(sign: T, log_z: T) -> T {
+    if log_z > T::c(10.0) {
+        // asinh(z) = sgn(z) (log|z| + ln 2 + O(z^-2)), exact to float64 beyond e^10
+        sign * (log_z + T::c(LN_2) + (T::c(-2.0) * log_z).exp() / T::c(4.0))
+    } else {
+        (sign * log_z.exp()).asinh()
+    }
 }
 
 /// Values of one evaluation that the derivatives reuse.
@@ -70,15 +81,23 @@ impl<T: Real> Sinh<T> {
     #[inline]
     fn eval(&self, x: T, beta: T, mu: T, nu: T) -> Eval<T> {
         let a = (x - self.c) / self.s;
-        // Below |a| = 20 sinh is finite in float32 and z^2 is handled by asinh.
+        // Below |a| = 20 sinh(a) and e^nu sinh(a) are finite in float32 (|nu| < 40),
+        // and asinh takes any finite z; only e^mu (...) can overflow.
         let big_a = if a.abs() < T::c(20.0) {
-            (mu.exp() * (nu.exp() * a.sinh() + beta)).asinh()
+            let inner = nu.exp() * a.sinh() + beta;
+            let z = mu.exp() * inner;
+            if z.is_finite() {
+                z.asinh()
+            } else {
+                asinh_from_log(inner.sign_nonneg(), mu + inner.abs().ln())
+            }
         } else {
-            // log|z| = mu + nu + |a| - ln 2 + ln(1 + 2 sgn(a) beta e^(-nu - |a|))
+            // z = sgn(a) e^(mu + nu + |a|) / 2 * q with q = 1 + 2 sgn(a) beta e^(-nu - |a|)
+            // (the e^(-2|a|) of sinh is below float64's resolution here).
             let sg = a.sign_nonneg();
-            let corr = T::c(2.0) * sg * beta * (-nu - a.abs()).exp();
-            let log_z = mu + nu + a.abs() - T::c(LN_2) + corr.max(T::c(-0.5)).ln_1p();
-            sg * (log_z + T::c(LN_2))
+            let q = T::one() + T::c(2.0) * sg * beta * (-nu - a.abs()).exp();
+            let log_z = mu + nu + a.abs() - T::c(LN_2) + q.abs().ln();
+            asinh_from_log(sg * q.sign_nonneg(), log_z)
         };
         let logd = mu + nu + log_cosh(a) - log_cosh(big_a);
         Eval { a, big_a, logd }

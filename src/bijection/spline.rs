@@ -10,6 +10,8 @@ pub const MIN_BIN: f64 = 1e-3;
 pub const MIN_SLOPE: f64 = 1e-3;
 /// Largest number of bins (keeps the knot arrays fixed-size).
 pub const MAX_BINS: usize = 16;
+/// Largest half-width of the interval (knot positions stay finite in float32).
+pub const MAX_BOUND: f64 = 1e6;
 
 /// Softplus scale that makes raw slope 0 give slope 1.
 fn slope_scale() -> f64 {

@@ -7,6 +7,9 @@
 
 use super::{Family, LogSlopeSum, Scalar};
 
+/// Most layers a stack may have (model files and flags are checked against it).
+pub const MAX_STACK: usize = 1024;
+
 /// Most lanes one lockstep call runs.
 pub const MAX_LANES: usize = 16;
 use crate::real::Real;

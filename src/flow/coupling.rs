@@ -48,14 +48,27 @@ impl CouplingSpec {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        if self.dim < 2 {
-            return Err("a coupling flow needs dimension >= 2".into());
+        use super::limits::{MAX_DEPTH, MAX_DIM, MAX_LAYERS, MAX_PARAMS, MAX_WIDTH};
+        if !(2..=MAX_DIM).contains(&self.dim) {
+            return Err(format!("a coupling flow needs dimension 2 to {MAX_DIM}"));
         }
-        if self.layers == 0 || self.width == 0 {
-            return Err("a coupling flow needs at least one layer and width >= 1".into());
+        if !(1..=MAX_LAYERS).contains(&self.layers)
+            || !(1..=MAX_WIDTH).contains(&self.width)
+            || self.depth > MAX_DEPTH
+        {
+            return Err(format!(
+                "a coupling flow needs 1 to {MAX_LAYERS} layers, width 1 to {MAX_WIDTH} and depth 0 to {MAX_DEPTH}"
+            ));
         }
         if self.stack.is_empty() {
             return Err("a coupling flow needs a scalar transform".into());
+        }
+        // Within the bounds above this cannot overflow (all factors < 2^26).
+        let n = self.n_params();
+        if n > MAX_PARAMS {
+            return Err(format!(
+                "this coupling flow would have {n} parameters; the limit is {MAX_PARAMS}"
+            ));
         }
         Ok(())
     }

@@ -20,8 +20,11 @@ impl<T: Real> ElementwiseFlow<T> {
     }
 
     pub fn from_params(dim: usize, stack: Stack, params: Vec<T>) -> Result<Self, String> {
-        if dim == 0 || stack.is_empty() {
-            return Err("an element-wise flow needs dimension >= 1 and at least one layer".into());
+        if !(1..=super::limits::MAX_DIM).contains(&dim) || stack.is_empty() {
+            return Err(format!(
+                "an element-wise flow needs dimension 1 to {} and at least one layer",
+                super::limits::MAX_DIM
+            ));
         }
         if params.len() != stack.n_raw() {
             return Err(format!(

@@ -17,6 +17,19 @@ pub use elementwise::ElementwiseFlow;
 pub use model::{FlowConfig, FlowKind, FlowModel};
 pub use radial::{RadialConditioner, RadialFlow, RadialSpec};
 
+/// Largest sizes a flow may have: model files and flags are checked against these
+/// before anything is allocated.
+pub mod limits {
+    /// Data dimension.
+    pub const MAX_DIM: usize = 4096;
+    /// Coupling layers, conditioner width and residual depth.
+    pub const MAX_LAYERS: usize = 64;
+    pub const MAX_WIDTH: usize = 4096;
+    pub const MAX_DEPTH: usize = 16;
+    /// Total parameters of one flow.
+    pub const MAX_PARAMS: usize = 50_000_000;
+}
+
 /// Gives, for one sample, the adjoints of its output point (written into the
 /// slice) and returns the adjoint of its `log_det`, given the point and `log_det`.
 pub type Adjoint<'a, T> = dyn Fn(usize, &[T], T, &mut [T]) -> T + Sync + 'a;

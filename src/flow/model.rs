@@ -87,8 +87,11 @@ impl FlowConfig {
 
     /// Builds and initializes the flow for data of dimension `dim`.
     pub fn build<T: Real>(&self, dim: usize, rng: &mut Rng) -> Result<FlowModel<T>, String> {
-        if self.stack == 0 {
-            return Err("the stack needs at least one layer".into());
+        if !(1..=crate::bijection::stack::MAX_STACK).contains(&self.stack) {
+            return Err(format!(
+                "the stack needs 1 to {} layers",
+                crate::bijection::stack::MAX_STACK
+            ));
         }
         let stack = Stack::uniform(self.family, self.stack);
         Ok(match self.kind {

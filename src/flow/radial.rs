@@ -59,8 +59,11 @@ impl RadialSpec {
 
     /// Checks the structure is one this module can run.
     pub fn validate(&self) -> Result<(), String> {
-        if self.dim == 0 {
-            return Err("a radial flow needs dimension >= 1".into());
+        if !(1..=super::limits::MAX_DIM).contains(&self.dim) {
+            return Err(format!(
+                "a radial flow needs dimension 1 to {}",
+                super::limits::MAX_DIM
+            ));
         }
         if self.stack.is_empty() {
             return Err("a radial flow needs a stack of at least one layer".into());

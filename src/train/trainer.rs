@@ -108,9 +108,14 @@ impl<T: Real> CpuTrainer<T> {
         if settings.batch == 0 {
             return Err("batch size must be at least 1".into());
         }
-        if !(settings.learning_rate.is_finite() && settings.learning_rate > 0.0) {
+        let lr_in_precision = T::c(settings.learning_rate);
+        if !(settings.learning_rate > 0.0
+            && lr_in_precision.is_finite()
+            && lr_in_precision > T::zero())
+        {
             return Err(format!(
-                "learning rate must be positive, got {}",
+                "learning rate must be positive and finite in {}, got {}",
+                if T::IS_F32 { "f32" } else { "f64" },
                 settings.learning_rate
             ));
         }
@@ -257,9 +262,17 @@ impl<T: Real> Trainer for CpuTrainer<T> {
                 step: self.steps + 1,
             });
         }
+        let before = self.model.as_flow().params().to_vec();
+        let adam_before = self.adam.clone();
         self.adam
             .update(self.model.as_flow_mut().params_mut(), &grad);
         if self.model.as_flow().params().iter().any(|p| !p.is_finite()) {
+            // Keep the last good state: parameters and optimizer as before the step.
+            self.model
+                .as_flow_mut()
+                .params_mut()
+                .copy_from_slice(&before);
+            self.adam = adam_before;
             return Err(TrainError::NonFinite {
                 step: self.steps + 1,
             });
