@@ -14,7 +14,7 @@
 //! ```
 
 use crate::bijection::stack::MAX_STACK;
-use crate::bijection::{Family, Scalar, SplineShape, Stack, spline};
+use crate::bijection::{Family, Scalar, SplineShape, Stack};
 use crate::flow::radial::MAX_ORDER;
 use crate::flow::{
     CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, FlowModel, RadialConditioner, RadialFlow,
@@ -73,14 +73,9 @@ fn family_of(v: &Value, what: &str) -> Result<Family> {
             Some(b) => number(b, &format!("{what}: 'bound'"))?,
             None => SplineShape::default().bound,
         };
-        if !(2..=spline::MAX_BINS).contains(&bins) || !(bound > 0.0 && bound <= spline::MAX_BOUND) {
-            return Err(format!(
-                "{what}: a spline needs 2 to {} bins and a bound in (0, {}]",
-                spline::MAX_BINS,
-                spline::MAX_BOUND
-            ));
-        }
-        return Ok(Family::Spline(SplineShape { bins, bound }));
+        let shape = SplineShape { bins, bound };
+        shape.validate().map_err(|e| format!("{what}: {e}"))?;
+        return Ok(Family::Spline(shape));
     }
     Ok(family)
 }

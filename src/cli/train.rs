@@ -76,16 +76,7 @@ pub fn config_from_args(args: &Args) -> Result<RunConfig, String> {
             bins: args.get("spline-bins", SplineShape::default().bins)?,
             bound: args.get("spline-bound", SplineShape::default().bound)?,
         };
-        let (max_bins, max_bound) = (
-            crate::bijection::spline::MAX_BINS,
-            crate::bijection::spline::MAX_BOUND,
-        );
-        if !(2..=max_bins).contains(&shape.bins) || !(shape.bound > 0.0 && shape.bound <= max_bound)
-        {
-            return Err(format!(
-                "the spline needs 2 to {max_bins} bins and a bound in (0, {max_bound}]"
-            ));
-        }
+        shape.validate()?;
         family = Family::Spline(shape);
     }
     flow.family = family;
