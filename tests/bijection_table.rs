@@ -368,6 +368,18 @@ proptest! {
                 prop_assert!(close(logd, fd, 1e-6, 1e-6), "{name}: log f' {logd} vs {fd} at {x}");
                 if i % 7 == 3 {
                     check_raw_partials(name, &stack, &raw, x)?;
+                    // Differences f(x + d) - f(x) and their inverse agree with the
+                    // plain forms where those do not cancel.
+                    for layer in &built {
+                        let y0 = layer.x_from_z(x).0;
+                        for d in [0.37, -1.3, 2e-3] {
+                            let plain = layer.x_from_z(x + d).0 - y0;
+                            let diff = layer.x_from_z_diff(x, y0, d);
+                            prop_assert!(close(diff, plain, 1e-7, 1e-10), "{name}: diff {diff} vs {plain} at {x} + {d}");
+                            let back = layer.z_from_x_diff(x, y0, diff);
+                            prop_assert!(close(back, d, 1e-6, 1e-9), "{name}: inverse diff {back} vs {d} at {x}");
+                        }
+                    }
                 }
                 let (back, logd_back) = Stack::z_from_x(&built, y);
                 prop_assert!(close(back, x, 1e-9, 1e-9), "{name}: inverse {back} vs {x}");
@@ -521,4 +533,58 @@ fn sinh_is_monotone_across_its_log_space_switch() {
             );
         }
     }
+}
+
+/// Radial flows in float32 near their centre, where f(r) - f(0) and r + f(0)
+/// cancel: they agree with float64 (as the GPU kernels must).
+#[test]
+fn float32_radial_flows_are_accurate_near_the_centre() {
+    use flowplay::flow::FlowModel;
+    let mut checked = 0;
+    for (name, stack) in scalar_table() {
+        let mut rng = Rng::seeded(21);
+        let spec = RadialSpec {
+            dim: 2,
+            stack: stack.clone(),
+            conditioner: RadialConditioner::Direct,
+        };
+        let mut f = RadialFlow::<f64>::init(spec, Some(&[0.3, -0.2]), Some(&[0.1, -0.1]), &mut rng)
+            .expect("valid");
+        // Shift every layer's output so that f(0) is far from 0.
+        let raw: Vec<f64> = random_raw(&stack, &mut rng, 0.5);
+        f.params_mut()[4..].copy_from_slice(&raw);
+        let model32: FlowModel<f32> = FlowModel::Radial(f).cast();
+        // the reference has exactly the float32 parameters
+        let model64: FlowModel<f64> = model32.cast();
+        for (k, scale) in [1e-6, 1e-5, 1e-4, 1e-3, 1e-2].into_iter().enumerate() {
+            let angle = 0.7 + k as f64;
+            let p64 = [0.3 + scale * angle.cos(), -0.2 + scale * angle.sin()];
+            let p32 = [p64[0] as f32, p64[1] as f32];
+            // the float32 point itself, in float64, is the reference input
+            let p_ref = [p32[0] as f64, p32[1] as f64];
+            for sampling in [true, false] {
+                let (q64, ld64) = apply(model64.as_flow(), sampling, &p_ref);
+                let mut q32 = [0f32; 2];
+                let mut ld32 = [0f32];
+                if sampling {
+                    model32.as_flow().x_from_z(&p32, &mut q32, &mut ld32);
+                } else {
+                    model32.as_flow().z_from_x(&p32, &mut q32, &mut ld32);
+                }
+                assert!(
+                    (ld32[0] as f64 - ld64).abs() < 1e-3 * (1.0 + ld64.abs()),
+                    "{name} sampling={sampling} at offset {scale}: log det f32 {} vs f64 {ld64}",
+                    ld32[0]
+                );
+                for j in 0..2 {
+                    assert!(
+                        (q32[j] as f64 - q64[j]).abs() < 1e-4 * (1.0 + q64[j].abs()),
+                        "{name}: point {q32:?} vs {q64:?}"
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 10 * 5 * 2);
 }

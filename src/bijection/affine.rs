@@ -41,6 +41,12 @@ impl<T: Real> Affine<T> {
         (self.scale * x + self.t, self.s)
     }
 
+    /// `f(x0 + d) - f(x0)`.
+    #[inline]
+    pub fn diff(&self, d: T) -> T {
+        self.scale * d
+    }
+
     #[inline]
     pub fn z_from_x(&self, y: T) -> (T, T) {
         ((y - self.t) / self.scale, self.s)

@@ -125,6 +125,18 @@ impl<T: Real> Cubic<T> {
         (x, ratio.ln())
     }
 
+    /// `f(x0 + d) - y0`, `y0 = f(x0)`: from `g(v2) - g(v1) = g(u2) - g(u1)`,
+    /// `v2 - v1 = d (a + b (3u^2 + 3u d + d^2)) / (a + b (v1^2 + v1 v2 + v2^2))`.
+    #[inline]
+    pub fn diff(&self, x0: T, y0: T, d: T) -> T {
+        let (a, b) = (self.a, self.b);
+        let u = x0 - self.c;
+        let v1 = y0 - self.c;
+        let v2 = self.g_inv(self.g(u + d) + self.beta);
+        let dw = d * (a + b * (T::c(3.0) * u * u + T::c(3.0) * u * d + d * d));
+        dw / (a + b * (v1 * v1 + v1 * v2 + v2 * v2))
+    }
+
     /// `(f(x), f'(x))`, the derivative not logged.
     #[inline]
     pub fn x_from_z_ratio(&self, x: T) -> (T, T) {

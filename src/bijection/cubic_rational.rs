@@ -80,6 +80,17 @@ impl<T: Real> CubicRational<T> {
         (y, fp.ln())
     }
 
+    /// `f(x0 + d) - f(x0)`, exactly rearranged: `d + alpha d (1 - beta u (u + d))
+    /// / ((1 + beta (u + d)^2) (1 + beta u^2))`, `u = x0 - c`.
+    #[inline]
+    pub fn diff(&self, x0: T, d: T) -> T {
+        let u = x0 - self.c;
+        let w = u + d;
+        let num = T::one() - self.beta * u * w;
+        let den = (T::one() + self.beta * w * w) * (T::one() + self.beta * u * u);
+        d + self.alpha * d * num / den
+    }
+
     /// `(f^-1(y), log f'(f^-1(y)))` by the float32-stable closed form.
     #[inline]
     pub fn z_from_x(&self, y_in: T) -> (T, T) {

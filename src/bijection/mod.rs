@@ -308,6 +308,33 @@ impl<T: Real> Scalar<T> {
         }
     }
 
+    /// `f(x0 + d) - y0` where `y0 = f(x0)`, without the cancellation of the plain
+    /// difference when `d` is small against `x0` (exact algebra where the family
+    /// allows it).
+    #[inline]
+    pub fn x_from_z_diff(&self, x0: T, y0: T, d: T) -> T {
+        match self {
+            Scalar::CubicRational(b) => b.diff(x0, d),
+            Scalar::Cubic(b) => b.diff(x0, y0, d),
+            Scalar::Affine(b) => b.diff(d),
+            Scalar::Sinh(b) => b.diff(x0, y0, d),
+            Scalar::Spline(b) => b.diff(x0, y0, d),
+        }
+    }
+
+    /// `f^-1(y0 + e) - x0` where `y0 = f(x0)`: the plain inverse, then Newton
+    /// steps on [`Scalar::x_from_z_diff`] to recover what the sum `y0 + e` lost.
+    #[inline]
+    pub fn z_from_x_diff(&self, x0: T, y0: T, e: T) -> T {
+        let mut delta = self.z_from_x(y0 + e).0 - x0;
+        for _ in 0..2 {
+            let residual = self.x_from_z_diff(x0, y0, delta) - e;
+            let slope = self.x_from_z(x0 + delta).1.exp();
+            delta -= residual / slope;
+        }
+        delta
+    }
+
     /// `f(z)` without its log-derivative.
     #[inline]
     pub fn x_from_z_value(&self, z: T) -> T {

@@ -103,6 +103,34 @@ impl<T: Real> Sinh<T> {
         Eval { a, big_a, logd }
     }
 
+    /// `f(x0 + d) - y0`, `y0 = f(x0)`, for the forward map: with `z1, z2` the
+    /// inner values, `sinh(a2) - sinh(a1) = 2 cosh((a1 + a2)/2) sinh((a2 - a1)/2)` and
+    /// `asinh z2 - asinh z1 = asinh(z2 R1 - z1 R2)`, `R = sqrt(1 + z^2)`, the latter
+    /// rewritten as `(z2 - z1)(z1 + z2)/(z2 R1 + z1 R2)` when both have one sign.
+    pub fn diff(&self, x0: T, y0: T, d: T) -> T {
+        let a1 = (x0 - self.c) / self.s;
+        // the step in a from d itself: a2 - a1 would cancel
+        let da = d / self.s;
+        let a2 = a1 + da;
+        let em = self.mu.exp();
+        let z1 = em * (self.nu.exp() * a1.sinh() + self.beta);
+        let z2 = em * (self.nu.exp() * a2.sinh() + self.beta);
+        let big = T::c(1e15);
+        if !(a1.abs() < T::c(20.0) && a2.abs() < T::c(20.0) && z1.abs() < big && z2.abs() < big) {
+            // far out: values are large and their difference does not cancel badly
+            return self.x_from_z(x0 + d).0 - y0;
+        }
+        let dz =
+            em * self.nu.exp() * T::c(2.0) * (a1 + T::c(0.5) * da).cosh() * (T::c(0.5) * da).sinh();
+        let (r1, r2) = ((T::one() + z1 * z1).sqrt(), (T::one() + z2 * z2).sqrt());
+        let p = if z1 * z2 > T::zero() {
+            dz * (z1 + z2) / (z2 * r1 + z1 * r2)
+        } else {
+            z2 * r1 - z1 * r2
+        };
+        self.s * p.asinh()
+    }
+
     #[inline]
     pub fn x_from_z(&self, x: T) -> (T, T) {
         let e = self.eval(x, self.beta, self.mu, self.nu);

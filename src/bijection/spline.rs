@@ -211,6 +211,31 @@ impl<T: Real> Spline<T> {
         (f, logd)
     }
 
+    /// `f(x0 + d) - y0`, `y0 = f(x0)`: within one bin, `R(xi2) - R(xi1) =
+    /// H s (xi2 - xi1) [(s - d0)(xi1 + xi2) + d0 + sigma xi1 xi2] / (D1 D2)` with
+    /// `sigma = d0 + d1 - 2s` and `D` the rational-quadratic denominator.
+    pub fn diff(&self, x0: T, y0: T, d: T) -> T {
+        let x1 = x0 + d;
+        if !self.inside(x0) && !self.inside(x1) {
+            return d;
+        }
+        let k = self.bins;
+        let i = Self::bin_of(&self.xs[..=k], x0);
+        if !self.inside(x0) || !self.inside(x1) || i != Self::bin_of(&self.xs[..=k], x1) {
+            return self.x_from_z(x1).0 - y0;
+        }
+        let w = self.xs[i + 1] - self.xs[i];
+        let h = self.ys[i + 1] - self.ys[i];
+        let s = h / w;
+        let (d0, d1) = (self.ds[i], self.ds[i + 1]);
+        let sigma = d0 + d1 - T::c(2.0) * s;
+        let xi1 = (x0 - self.xs[i]) / w;
+        let xi2 = (x1 - self.xs[i]) / w;
+        let den = |xi: T| s + sigma * xi * (T::one() - xi);
+        let bracket = (s - d0) * (xi1 + xi2) + d0 + sigma * xi1 * xi2;
+        h * s * (d / w) * bracket / (den(xi1) * den(xi2))
+    }
+
     #[inline]
     pub fn z_from_x(&self, y: T) -> (T, T) {
         if !self.inside(y) {

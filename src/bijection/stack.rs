@@ -197,6 +197,38 @@ impl Stack {
         }
     }
 
+    /// `f(r) - f(0)` from the trace of the chain at 0 (`trace0`, output `f0`),
+    /// layer by layer as differences: no cancellation when `r` is small against
+    /// the values along that chain.
+    pub fn x_from_z_diff<T: Real>(built: &[Scalar<T>], trace0: &[T], f0: T, r: T) -> T {
+        let n = built.len();
+        let mut d = r;
+        for k in 0..n {
+            let y0 = if k + 1 < n { trace0[k + 1] } else { f0 };
+            d = built[k].x_from_z_diff(trace0[k], y0, d);
+        }
+        d
+    }
+
+    /// `f^-1(f(0) + e) - 0` from the trace of the chain at 0, as differences;
+    /// writes the layer inputs `trace0 + difference` into `trace`.
+    pub fn z_from_x_diff<T: Real>(
+        built: &[Scalar<T>],
+        trace0: &[T],
+        f0: T,
+        e: T,
+        trace: &mut [T],
+    ) -> T {
+        let n = built.len();
+        let mut d = e;
+        for k in (0..n).rev() {
+            let y0 = if k + 1 < n { trace0[k + 1] } else { f0 };
+            d = built[k].z_from_x_diff(trace0[k], y0, d);
+            trace[k] = trace0[k] + d;
+        }
+        d
+    }
+
     /// Backward through `x_from_z`: given the trace, the stack's output `x`, and
     /// the adjoints of `x` and of `sum log f'`, adds raw adjoints into `raw_bar`
     /// (all layers) and returns the input adjoint.

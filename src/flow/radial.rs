@@ -19,6 +19,13 @@ use crate::rng::Rng;
 /// `r = sqrt(|w|^2 + eps^2)` keeps the centre itself finite (as bijx).
 const EPS: f64 = 1e-7;
 
+/// Whether `value + small` (or `value - (value + small)`) loses more than four
+/// bits of `small`, so the radius should go through the chain as differences.
+#[inline]
+fn needs_differences<T: Real>(value: T, small: T) -> bool {
+    value.abs() > T::c(16.0) * small.abs()
+}
+
 /// Largest Fourier order of the angle-dependent conditioner.
 pub const MAX_ORDER: usize = 16;
 
@@ -120,6 +127,8 @@ struct Work<T> {
     f0: [T; LANES],
     chain_in: [T; LANES],
     chain_out: [T; LANES],
+    /// f(r) - f(0) (sampling direction)
+    r_out: [T; LANES],
     logd: [T; LANES],
     /// adjoints
     out_bar: Vec<T>,
@@ -216,6 +225,7 @@ impl<T: Real> RadialFlow<T> {
             f0: [z; LANES],
             chain_in: [z; LANES],
             chain_out: [z; LANES],
+            r_out: [z; LANES],
             logd: [z; LANES],
             out_bar: vec![z; LANES * d],
             w_bar: vec![z; LANES * d],
@@ -401,6 +411,19 @@ impl<T: Real> RadialFlow<T> {
             &mut work.logd[..n],
             &mut work.trace[..n * k],
         );
+        for lane in 0..n {
+            // Near the centre r_in + f(0) drops r_in's low bits: redo the chain as
+            // differences from the chain at 0.
+            if needs_differences(work.f0[lane], work.r_in[lane]) {
+                work.chain_out[lane] = Stack::z_from_x_diff(
+                    &work.built[lane],
+                    &work.trace0[lane * k..(lane + 1) * k],
+                    work.f0[lane],
+                    work.r_in[lane],
+                    &mut work.trace[lane * k..(lane + 1) * k],
+                );
+            }
+        }
         let dm1 = T::c((d - 1) as f64);
         for lane in 0..n {
             let ratio = work.chain_out[lane] / work.r_in[lane];
@@ -472,9 +495,24 @@ impl<T: Real> RadialFlow<T> {
             &mut work.logd[..n],
             &mut work.trace[..n * k],
         );
+        for lane in 0..n {
+            let f0 = work.f0[lane];
+            let mut r_out = work.chain_out[lane] - f0;
+            // f(r) - f(0) cancels when r is small against f(0): take the
+            // difference layer by layer instead.
+            if needs_differences(f0, r_out) {
+                r_out = Stack::x_from_z_diff(
+                    &work.built[lane],
+                    &work.trace0[lane * k..(lane + 1) * k],
+                    f0,
+                    work.r_in[lane],
+                );
+            }
+            work.r_out[lane] = r_out;
+        }
         let dm1 = T::c((d - 1) as f64);
         for lane in 0..n {
-            let ratio = (work.chain_out[lane] - work.f0[lane]) / work.r_in[lane];
+            let ratio = work.r_out[lane] / work.r_in[lane];
             self.place(work, lane, ratio, &mut x[lane * d..(lane + 1) * d]);
             log_det[lane] = work.logd[lane] + dm1 * ratio.ln();
         }
@@ -483,7 +521,7 @@ impl<T: Real> RadialFlow<T> {
         };
         for lane in 0..n {
             let r = work.r_in[lane];
-            let r_out = work.chain_out[lane] - work.f0[lane];
+            let r_out = work.r_out[lane];
             let ratio = r_out / r;
             let ob = &mut work.out_bar[lane * d..(lane + 1) * d];
             ob.iter_mut().for_each(|v| *v = T::zero());
