@@ -19,11 +19,12 @@ use crate::rng::Rng;
 /// `r = sqrt(|w|^2 + eps^2)` keeps the centre itself finite (as bijx).
 const EPS: f64 = 1e-7;
 
-/// Whether `value + small` (or `value - (value + small)`) loses more than four
-/// bits of `small`, so the radius should go through the chain as differences.
+/// Whether `value + small` (or `value - (value + small)`) loses more than eight
+/// bits of `small` (float32: 1.5e-5 relative), so the radius should go through
+/// the chain as differences.
 #[inline]
 fn needs_differences<T: Real>(value: T, small: T) -> bool {
-    value.abs() > T::c(16.0) * small.abs()
+    value.abs() > T::c(256.0) * small.abs()
 }
 
 /// Largest Fourier order of the angle-dependent conditioner.
