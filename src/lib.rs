@@ -10,6 +10,8 @@
 pub mod bijection;
 pub mod cli;
 pub mod flow;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 pub mod model_file;
 pub mod parallel;
 pub mod real;

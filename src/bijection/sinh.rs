@@ -83,23 +83,31 @@ impl<T: Real> Sinh<T> {
         let a = (x - self.c) / self.s;
         // Below |a| = 20 sinh(a) and e^nu sinh(a) are finite in float32 (|nu| < 40),
         // and asinh takes any finite z; only e^mu (...) can overflow.
-        let big_a = if a.abs() < T::c(20.0) {
+        if a.abs() < T::c(20.0) {
             let inner = nu.exp() * a.sinh() + beta;
             let z = mu.exp() * inner;
-            if z.is_finite() {
+            let big_a = if z.is_finite() {
                 z.asinh()
             } else {
                 asinh_from_log(inner.sign_nonneg(), mu + inner.abs().ln())
-            }
+            };
+            let logd = mu + nu + log_cosh(a) - log_cosh(big_a);
+            return Eval { a, big_a, logd };
+        }
+        // z = sgn(a) e^(mu + nu + |a|) / 2 * q with q = 1 + 2 sgn(a) beta e^(-nu - |a|)
+        // (the e^(-2|a|) of sinh is below float64's resolution here).
+        let sg = a.sign_nonneg();
+        let q = T::one() + T::c(2.0) * sg * beta * (-nu - a.abs()).exp();
+        let log_z = mu + nu + a.abs() - T::c(LN_2) + q.abs().ln();
+        let big_a = asinh_from_log(sg * q.sign_nonneg(), log_z);
+        let logd = if log_z > T::c(10.0) {
+            // log cosh(a) - log cosh(A) with |A| = mu + nu + |a| + ln|q| + e^(-2 log_z)/4:
+            // the large terms cancel exactly, leaving
+            let tail = |v: T| (T::c(-2.0) * v.abs()).exp().ln_1p();
+            -q.abs().ln() - (T::c(-2.0) * log_z).exp() / T::c(4.0) + tail(a) - tail(big_a)
         } else {
-            // z = sgn(a) e^(mu + nu + |a|) / 2 * q with q = 1 + 2 sgn(a) beta e^(-nu - |a|)
-            // (the e^(-2|a|) of sinh is below float64's resolution here).
-            let sg = a.sign_nonneg();
-            let q = T::one() + T::c(2.0) * sg * beta * (-nu - a.abs()).exp();
-            let log_z = mu + nu + a.abs() - T::c(LN_2) + q.abs().ln();
-            asinh_from_log(sg * q.sign_nonneg(), log_z)
+            mu + nu + log_cosh(a) - log_cosh(big_a)
         };
-        let logd = mu + nu + log_cosh(a) - log_cosh(big_a);
         Eval { a, big_a, logd }
     }
 

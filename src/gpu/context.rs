@@ -1,0 +1,128 @@
+//! A wgpu device for compute work, and the small helpers kernels share.
+
+use wgpu::util::DeviceExt;
+
+/// An adapter, its device and queue.
+pub struct GpuContext {
+    pub adapter_name: String,
+    pub backend: String,
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+}
+
+impl GpuContext {
+    /// Finds an adapter and opens a device (blocking; native only). Fails with a
+    /// readable reason when there is none, e.g. no Vulkan driver installed.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn new_blocking() -> Result<Self, String> {
+        pollster::block_on(Self::new())
+    }
+
+    pub async fn new() -> Result<Self, String> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| format!("no GPU adapter found ({e}); natively, install a Vulkan driver (on a machine without a GPU: Mesa's lavapipe, Debian package mesa-vulkan-drivers)"))?;
+        let info = adapter.get_info();
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("flowplay"),
+                required_limits: wgpu::Limits::downlevel_defaults()
+                    .using_resolution(adapter.limits()),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| format!("the GPU adapter '{}' refused a device: {e}", info.name))?;
+        Ok(Self {
+            adapter_name: info.name,
+            backend: format!("{:?}", info.backend),
+            device,
+            queue,
+        })
+    }
+
+    /// A compute pipeline from WGSL source (the scalar library is prepended).
+    pub fn pipeline(&self, label: &str, kernel_source: &str) -> wgpu::ComputePipeline {
+        let source = format!("{}\n{}", super::SCALAR_WGSL, kernel_source);
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(label),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+        self.device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(label),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+    }
+
+    /// A storage buffer holding `data`.
+    pub fn storage(&self, label: &str, data: &[u8], writable: bool) -> wgpu::Buffer {
+        let mut usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+        if writable {
+            usage |= wgpu::BufferUsages::COPY_SRC;
+        }
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: data,
+                usage,
+            })
+    }
+
+    /// A uniform buffer holding `data`.
+    pub fn uniform(&self, label: &str, data: &[u8]) -> wgpu::Buffer {
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: data,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            })
+    }
+
+    /// Copies `buffer` back to the CPU, waiting for the GPU (native only: a
+    /// browser must never block a frame on this).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn read_back(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>, String> {
+        let size = buffer.size();
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("read back"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
+        self.queue.submit([encoder.finish()]);
+        let slice = staging.slice(..);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = sender.send(r);
+        });
+        self.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: None,
+            })
+            .map_err(|e| format!("waiting for the GPU failed: {e}"))?;
+        receiver
+            .recv()
+            .map_err(|_| "the GPU read-back was dropped".to_string())?
+            .map_err(|e| format!("mapping the GPU buffer failed: {e}"))?;
+        let bytes = slice
+            .get_mapped_range()
+            .map_err(|e| format!("reading the GPU buffer failed: {e:?}"))?
+            .to_vec();
+        staging.unmap();
+        Ok(bytes)
+    }
+}

@@ -1,0 +1,14 @@
+//! The GPU backend: WGSL compute kernels run through wgpu (WebGPU in browsers,
+//! Vulkan natively, Mesa's lavapipe on machines without a GPU).
+//!
+//! The kernels mirror the Rust reference module by module, in float32, with the
+//! stable forms of math.md; each has a native test against the CPU reference.
+
+pub mod context;
+pub mod scalar;
+
+pub use context::GpuContext;
+pub use scalar::ScalarEval;
+
+/// The WGSL library of scalar bijections, shared by every kernel that needs them.
+pub const SCALAR_WGSL: &str = include_str!("shaders/scalar.wgsl");
