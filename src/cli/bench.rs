@@ -11,12 +11,13 @@ use serde_json::{Value, json};
 use std::time::Instant;
 
 pub const HELP: &str = "\
-flowplay bench [--seconds 2] [--batch 512,8192] [--backend cpu] [--threads N] [--grid 512] [--json]
+flowplay bench [--seconds 2] [--batch 512,8192] [--backend all|cpu|gpu] [--threads N] [--grid 512] [--json]
 
 Prints training steps per second for the reference recipes (direct radial and
 angle-dependent radial flows on the spiral, 64 x cubic; coupling flow 8 x 128 on
 moons) at each batch size, and density evaluations per second on a grid.
-Each figure runs for about --seconds after two warm-up steps.";
+Each figure runs for about --seconds after two warm-up steps. The GPU column is
+n/a where the GPU backend does not cover a recipe yet (or no adapter was found).";
 
 /// One reference recipe.
 struct Recipe {
@@ -70,27 +71,59 @@ pub fn run(argv: &[String]) -> Result<(), String> {
                 .map_err(|_| format!("--batch: cannot read '{b}' as a batch size"))
         })
         .collect::<Result<_, _>>()?;
-    match args.str("backend").unwrap_or("cpu") {
-        "cpu" => {}
-        "gpu" | "all" => {
-            return Err("the GPU backend is not part of this build yet; use --backend cpu".into());
-        }
+    let backends: &[&str] = match args.str("backend").unwrap_or("all") {
+        "cpu" => &["cpu"],
+        "gpu" => &["gpu"],
+        "all" => &["cpu", "gpu"],
         other => return Err(format!("--backend must be cpu, gpu or all, got '{other}'")),
-    }
+    };
     let json_out = args.flag("json");
     let mut rows = Vec::new();
+    let mut gpu_note = None;
     if !json_out {
-        println!("flowplay bench: CPU backend, {threads} threads, f32");
-        println!("{:<40} {:>7} {:>12}", "training recipe", "batch", "steps/s");
+        println!("flowplay bench: CPU {threads} threads, f32; GPU f32 through wgpu");
+        println!(
+            "{:<40} {:>7} {:>12} {:>12}",
+            "training recipe", "batch", "cpu steps/s", "gpu steps/s"
+        );
     }
     for recipe in recipes() {
         for &batch in &batches {
-            let rate = train_rate(&recipe, batch, threads, seconds)?;
-            if !json_out {
-                println!("{:<40} {:>7} {:>12.1}", recipe.name, batch, rate);
+            let mut rates = Vec::new();
+            for &backend in backends {
+                let rate = match train_rate(&recipe, batch, backend, threads, seconds) {
+                    Ok(r) => Some(r),
+                    Err(e) if backend == "gpu" => {
+                        gpu_note.get_or_insert(e);
+                        None
+                    }
+                    Err(e) => return Err(e),
+                };
+                if let Some(r) = rate {
+                    rows.push(json!({"recipe": recipe.name, "backend": backend, "batch": batch, "steps_per_second": r}));
+                }
+                rates.push((backend, rate));
             }
-            rows.push(json!({"recipe": recipe.name, "backend": "cpu", "batch": batch, "steps_per_second": rate}));
+            if !json_out {
+                let cell = |name: &str| match rates.iter().find(|(b, _)| *b == name) {
+                    Some((_, Some(r))) => format!("{r:.1}"),
+                    Some((_, None)) => "n/a".to_string(),
+                    None => "-".to_string(),
+                };
+                println!(
+                    "{:<40} {:>7} {:>12} {:>12}",
+                    recipe.name,
+                    batch,
+                    cell("cpu"),
+                    cell("gpu")
+                );
+            }
         }
+    }
+    if let Some(note) = &gpu_note
+        && !json_out
+    {
+        println!("gpu n/a: {note}");
     }
     let mut rng = Rng::seeded(1);
     let mut grid_rows = Vec::new();
@@ -120,7 +153,13 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn train_rate(recipe: &Recipe, batch: usize, threads: usize, seconds: f64) -> Result<f64, String> {
+fn train_rate(
+    recipe: &Recipe,
+    batch: usize,
+    backend: &str,
+    threads: usize,
+    seconds: f64,
+) -> Result<f64, String> {
     let target = Target::parse(recipe.target)?;
     let mut rng = Rng::seeded(0);
     let model = recipe.flow.build(target.dim(), &mut rng)?;
@@ -131,7 +170,11 @@ fn train_rate(recipe: &Recipe, batch: usize, threads: usize, seconds: f64) -> Re
         loss: Loss::for_target(&target),
         threads,
     };
-    let mut trainer = CpuTrainer::<f32>::new(model, target, settings)?;
+    let mut trainer: Box<dyn Trainer> = if backend == "gpu" {
+        gpu_trainer(model, target, settings)?
+    } else {
+        Box::new(CpuTrainer::<f32>::new(model, target, settings)?)
+    };
     for _ in 0..2 {
         trainer.step().map_err(|e| e.to_string())?;
     }
@@ -177,4 +220,21 @@ fn grid_rate<T: Real>(flow: &dyn Flow<T>, n: usize, threads: usize, seconds: f64
     }
     let t = start.elapsed().as_secs_f64();
     ((grids * n * n) as f64 / t, grids as f64 / t)
+}
+
+#[cfg(feature = "gpu")]
+fn gpu_trainer(
+    model: FlowModel<f64>,
+    target: Target,
+    settings: TrainSettings,
+) -> Result<Box<dyn Trainer>, String> {
+    let ctx = crate::gpu::GpuContext::new_blocking()?;
+    Ok(Box::new(crate::gpu::GpuRadialTrainer::new(
+        ctx, model, target, settings,
+    )?))
+}
+
+#[cfg(not(feature = "gpu"))]
+fn gpu_trainer(_: FlowModel<f64>, _: Target, _: TrainSettings) -> Result<Box<dyn Trainer>, String> {
+    Err("built without the 'gpu' feature".into())
 }

@@ -3,7 +3,8 @@
 use super::{Args, parse_target};
 use crate::bijection::{Family, SplineShape};
 use crate::flow::{FlowConfig, FlowKind};
-use crate::train::run::{Precision, RunConfig, report, train};
+use crate::train::Trainer;
+use crate::train::run::{Precision, RunConfig, cpu_trainer, report, train_with};
 use crate::train::{Loss, TrainSettings, default_threads};
 use std::io::Write;
 use std::time::Instant;
@@ -24,7 +25,8 @@ flowplay train [options]
   --spline-bins K --spline-bound B   spline shape (default 8 bins on [-5, 5])
   --steps N (5000) --batch B (512) --lr LR (1e-2) --seed S (0)
   --loss forward-kl|reverse-kl       default: forward for sample targets, reverse for energies
-  --backend cpu        the CPU trainer (the GPU backend is a separate build step)
+  --backend cpu|gpu    the CPU trainer (default), or WGSL kernels through wgpu
+                       (so far: radial flows, analytic families, forward KL)
   --precision f32|f64  CPU arithmetic (default f32, as the GPU)
   --threads N          CPU threads (default: all cores)
   --eval-samples N     fresh samples for held-out metrics (default 20000)
@@ -117,9 +119,7 @@ pub fn config_from_args(args: &Args) -> Result<RunConfig, String> {
     };
     match args.str("backend").unwrap_or("cpu") {
         "cpu" => {}
-        "gpu" => {
-            return Err("the GPU backend is not part of this build yet; use --backend cpu".into());
-        }
+        "gpu" => {}
         other => return Err(format!("--backend must be cpu or gpu, got '{other}'")),
     }
     let precision = match args.str("precision").unwrap_or("f32") {
@@ -171,7 +171,11 @@ pub fn run(argv: &[String]) -> Result<(), String> {
             );
         }
     };
-    let outcome = train(&config, &mut progress)?;
+    let trainer = match args.str("backend").unwrap_or("cpu") {
+        "gpu" => gpu_trainer(&config)?,
+        _ => cpu_trainer(&config)?,
+    };
+    let outcome = train_with(&config, trainer, &mut progress)?;
     let r = report(&config, &outcome);
     let metric = match (r.get("test_nll"), r.get("reverse_kl")) {
         (Some(v), _) if !v.is_null() => {
@@ -216,4 +220,23 @@ pub fn run(argv: &[String]) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The GPU trainer of a run (radial flows by forward KL so far).
+#[cfg(feature = "gpu")]
+pub fn gpu_trainer(config: &RunConfig) -> Result<Box<dyn Trainer>, String> {
+    let model = crate::train::run::initial_model(config)?;
+    let ctx = crate::gpu::GpuContext::new_blocking()?;
+    let trainer = crate::gpu::GpuRadialTrainer::new(
+        ctx,
+        model,
+        config.target.clone(),
+        config.settings.clone(),
+    )?;
+    Ok(Box::new(trainer))
+}
+
+#[cfg(not(feature = "gpu"))]
+pub fn gpu_trainer(_config: &RunConfig) -> Result<Box<dyn Trainer>, String> {
+    Err("this build has no GPU backend (built without the 'gpu' feature); use --backend cpu".into())
 }

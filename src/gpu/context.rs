@@ -45,8 +45,19 @@ impl GpuContext {
         })
     }
 
-    /// A compute pipeline from WGSL source (the scalar library is prepended).
+    /// A compute pipeline from WGSL source (the scalar library is prepended),
+    /// entry point `main`.
     pub fn pipeline(&self, label: &str, kernel_source: &str) -> wgpu::ComputePipeline {
+        self.pipeline_at(label, kernel_source, "main")
+    }
+
+    /// A compute pipeline from WGSL source with the given entry point.
+    pub fn pipeline_at(
+        &self,
+        label: &str,
+        kernel_source: &str,
+        entry: &str,
+    ) -> wgpu::ComputePipeline {
         let source = format!("{}\n{}", super::SCALAR_WGSL, kernel_source);
         let module = self
             .device
@@ -59,7 +70,7 @@ impl GpuContext {
                 label: Some(label),
                 layout: None,
                 module: &module,
-                entry_point: Some("main"),
+                entry_point: Some(entry),
                 compilation_options: Default::default(),
                 cache: None,
             })
@@ -77,6 +88,28 @@ impl GpuContext {
                 contents: data,
                 usage,
             })
+    }
+
+    /// A bind group of `pipeline`'s group 0 with `buffers` at bindings 0, 1, ...
+    pub fn bind(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[&wgpu::Buffer],
+    ) -> wgpu::BindGroup {
+        let layout = pipeline.get_bind_group_layout(0);
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &layout,
+            entries: &entries,
+        })
     }
 
     /// A uniform buffer holding `data`.

@@ -5,9 +5,11 @@
 //! stable forms of math.md; each has a native test against the CPU reference.
 
 pub mod context;
+pub mod radial;
 pub mod scalar;
 
 pub use context::GpuContext;
+pub use radial::GpuRadialTrainer;
 pub use scalar::ScalarEval;
 
 /// The WGSL library of scalar bijections, shared by every kernel that needs them.

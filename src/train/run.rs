@@ -42,14 +42,24 @@ pub struct RunOutcome {
     pub backend: String,
 }
 
-/// Trains; `progress(step, loss)` is called after every step.
+/// The initial model of a run (seeded by the run's seed).
+pub fn initial_model(config: &RunConfig) -> Result<FlowModel<f64>, String> {
+    let mut rng = Rng::seeded(config.settings.seed);
+    config.flow.build(config.target.dim(), &mut rng)
+}
+
+/// Trains on the CPU; `progress(step, loss)` is called after every step.
 pub fn train(
     config: &RunConfig,
     progress: &mut dyn FnMut(usize, f64),
 ) -> Result<RunOutcome, String> {
-    let mut rng = Rng::seeded(config.settings.seed);
-    let model: FlowModel<f64> = config.flow.build(config.target.dim(), &mut rng)?;
-    let mut trainer: Box<dyn Trainer> = match config.precision {
+    train_with(config, cpu_trainer(config)?, progress)
+}
+
+/// The CPU trainer of a run, in its precision.
+pub fn cpu_trainer(config: &RunConfig) -> Result<Box<dyn Trainer>, String> {
+    let model = initial_model(config)?;
+    Ok(match config.precision {
         Precision::F32 => Box::new(CpuTrainer::<f32>::new(
             model,
             config.target.clone(),
@@ -60,7 +70,15 @@ pub fn train(
             config.target.clone(),
             config.settings.clone(),
         )?),
-    };
+    })
+}
+
+/// Trains with the given trainer (any backend).
+pub fn train_with(
+    config: &RunConfig,
+    mut trainer: Box<dyn Trainer>,
+    progress: &mut dyn FnMut(usize, f64),
+) -> Result<RunOutcome, String> {
     let loss_every = (config.steps / 500).max(1);
     let mut losses = Vec::new();
     let mut final_loss = f64::NAN;

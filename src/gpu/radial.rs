@@ -1,0 +1,336 @@
+//! Training radial flows on the GPU: per step, one dispatch computes every
+//! sample's loss term and gradient (`radial.wgsl`), one sums them over the batch
+//! (`optimizer.wgsl`) and one applies Adam (`adam.wgsl`). Parameters and the
+//! optimizer's moments stay on the GPU between steps; the batch is drawn on the
+//! CPU and uploaded (a few kilobytes).
+
+use super::GpuContext;
+use crate::bijection::Family;
+use crate::flow::{Flow, FlowModel, RadialConditioner, RadialFlow};
+use crate::rng::Rng;
+use crate::target::Target;
+use crate::train::{Loss, TrainError, TrainSettings, Trainer};
+
+const WORKGROUP: u32 = 64;
+
+/// The structure constants the kernel is specialized for.
+fn kernel_source(flow: &RadialFlow<f64>) -> Result<String, String> {
+    let spec = &flow.spec;
+    let family = spec.stack.layers()[0];
+    if spec.stack.layers().iter().any(|&f| f != family) {
+        return Err("the GPU radial kernel takes a stack of one family".into());
+    }
+    let family_id = match family {
+        Family::CubicRational => 0,
+        Family::Sinh => 1,
+        Family::Cubic => 2,
+        other => {
+            return Err(format!(
+                "no GPU radial kernel for family '{}' yet",
+                other.name()
+            ));
+        }
+    };
+    let order = match spec.conditioner {
+        RadialConditioner::Direct => 0,
+        RadialConditioner::Fourier { order } => order,
+    };
+    if spec.dim > 16 {
+        return Err("the GPU radial kernel takes up to 16 dimensions".into());
+    }
+    Ok(include_str!("shaders/radial.wgsl")
+        .replace("{D}", &spec.dim.to_string())
+        .replace("{K}", &spec.stack.len().to_string())
+        .replace("{P}", &family.n_raw().to_string())
+        .replace("{ORDER}", &order.to_string())
+        .replace("{FAMILY}", &family_id.to_string())
+        .replace("{NPARAMS}", &spec.n_params().to_string()))
+}
+
+/// A radial flow's training state on the GPU.
+pub struct GpuRadialTrainer {
+    ctx: GpuContext,
+    flow: RadialFlow<f64>,
+    target: Target,
+    settings: TrainSettings,
+    rng: Rng,
+    steps: usize,
+    grad: wgpu::ComputePipeline,
+    reduce: wgpu::ComputePipeline,
+    adam: wgpu::ComputePipeline,
+    params: wgpu::Buffer,
+    backup: [wgpu::Buffer; 3],
+    m: wgpu::Buffer,
+    v: wgpu::Buffer,
+    points: wgpu::Buffer,
+    per_sample: wgpu::Buffer,
+    total: wgpu::Buffer,
+    batch_settings: wgpu::Buffer,
+    sizes: wgpu::Buffer,
+    adam_settings: wgpu::Buffer,
+}
+
+impl GpuRadialTrainer {
+    pub fn new(
+        ctx: GpuContext,
+        model: FlowModel<f64>,
+        target: Target,
+        settings: TrainSettings,
+    ) -> Result<Self, String> {
+        let FlowModel::Radial(flow) = model else {
+            return Err(
+                "the GPU backend trains radial flows so far; use --backend cpu for this flow"
+                    .into(),
+            );
+        };
+        if settings.loss != Loss::ForwardKl {
+            return Err(
+                "the GPU backend trains by forward KL so far; use --backend cpu for reverse KL"
+                    .into(),
+            );
+        }
+        if flow.dim() != target.dim() {
+            return Err(format!(
+                "the flow is {}D but target '{}' is {}D",
+                flow.dim(),
+                target.name(),
+                target.dim()
+            ));
+        }
+        if settings.batch == 0
+            || !(settings.learning_rate > 0.0 && (settings.learning_rate as f32).is_finite())
+        {
+            return Err(
+                "batch size must be at least 1 and the learning rate positive and finite in f32"
+                    .into(),
+            );
+        }
+        let source = kernel_source(&flow)?;
+        let grad = ctx.pipeline_at("radial grad", &source, "grad_main");
+        let reduce = ctx.pipeline_at(
+            "reduce",
+            include_str!("shaders/optimizer.wgsl"),
+            "reduce_main",
+        );
+        let adam = ctx.pipeline_at("adam", include_str!("shaders/adam.wgsl"), "adam_main");
+        let n_params = flow.n_params();
+        let d = flow.dim();
+        let p32: Vec<f32> = flow.params().iter().map(|&v| v as f32).collect();
+        let zeros = vec![0u8; n_params * 4];
+        let b = settings.batch;
+        let params = ctx.storage("params", bytemuck::cast_slice(&p32), true);
+        let backup = [
+            ctx.storage("params backup", &zeros, true),
+            ctx.storage("m backup", &zeros, true),
+            ctx.storage("v backup", &zeros, true),
+        ];
+        let m = ctx.storage("adam m", &zeros, true);
+        let v = ctx.storage("adam v", &zeros, true);
+        let points = ctx.storage("points", &vec![0u8; b * d * 4], false);
+        let per_sample = ctx.storage("per sample", &vec![0u8; b * (n_params + 1) * 4], true);
+        let total = ctx.storage("total", &vec![0u8; (n_params + 1) * 4], true);
+        let batch_settings = ctx.uniform(
+            "batch",
+            bytemuck::cast_slice(&[b as u32, (1.0 / b as f32).to_bits(), 0, 0]),
+        );
+        let sizes = ctx.uniform(
+            "sizes",
+            bytemuck::cast_slice(&[b as u32, n_params as u32 + 1, 0, 0]),
+        );
+        let adam_settings = ctx.uniform("adam", &[0u8; 16]);
+        Ok(Self {
+            rng: Rng::seeded(settings.seed ^ 0x7261_696e),
+            ctx,
+            flow,
+            target,
+            settings,
+            steps: 0,
+            grad,
+            reduce,
+            adam,
+            params,
+            backup,
+            m,
+            v,
+            points,
+            per_sample,
+            total,
+            batch_settings,
+            sizes,
+            adam_settings,
+        })
+    }
+
+    /// The adapter this trainer runs on.
+    pub fn adapter(&self) -> &str {
+        &self.ctx.adapter_name
+    }
+
+    /// Records the loss-and-gradient passes for the uploaded batch.
+    fn encode_gradient(&self, encoder: &mut wgpu::CommandEncoder) {
+        let n_params = self.flow.n_params() as u32;
+        let bind_grad = self.ctx.bind(
+            &self.grad,
+            &[
+                &self.batch_settings,
+                &self.params,
+                &self.points,
+                &self.per_sample,
+            ],
+        );
+        let bind_reduce = self
+            .ctx
+            .bind(&self.reduce, &[&self.sizes, &self.per_sample, &self.total]);
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        pass.set_pipeline(&self.grad);
+        pass.set_bind_group(0, &bind_grad, &[]);
+        pass.dispatch_workgroups((self.settings.batch as u32).div_ceil(WORKGROUP), 1, 1);
+        pass.set_pipeline(&self.reduce);
+        pass.set_bind_group(0, &bind_reduce, &[]);
+        pass.dispatch_workgroups((n_params + 1).div_ceil(WORKGROUP), 1, 1);
+    }
+
+    /// Mean loss and gradient of `points` (n x d, float32) at the current
+    /// parameters, without updating them: what the parity tests compare.
+    pub fn loss_and_grad(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
+        let d = self.flow.dim();
+        if points.len() != self.settings.batch * d {
+            return Err(format!(
+                "expected a batch of {} points",
+                self.settings.batch
+            ));
+        }
+        self.ctx
+            .queue
+            .write_buffer(&self.points, 0, bytemuck::cast_slice(points));
+        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+        self.encode_gradient(&mut encoder);
+        self.ctx.queue.submit([encoder.finish()]);
+        let bytes = self.ctx.read_back(&self.total)?;
+        let total: &[f32] = bytemuck::cast_slice(&bytes);
+        Ok((
+            total[0] as f64,
+            total[1..].iter().map(|&g| g as f64).collect(),
+        ))
+    }
+
+    fn draw_batch(&mut self) -> Vec<f32> {
+        self.target
+            .sample(self.settings.batch, &mut self.rng)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|v| v as f32)
+            .collect()
+    }
+}
+
+impl Trainer for GpuRadialTrainer {
+    fn step(&mut self) -> Result<f64, TrainError> {
+        let batch = self.draw_batch();
+        self.ctx
+            .queue
+            .write_buffer(&self.points, 0, bytemuck::cast_slice(&batch));
+        let t = (self.steps + 1) as i32;
+        let adam = [
+            self.flow.n_params() as u32,
+            (self.settings.learning_rate as f32).to_bits(),
+            ((1.0 / (1.0 - 0.9f64.powi(t))) as f32).to_bits(),
+            ((1.0 / (1.0 - 0.999f64.powi(t))) as f32).to_bits(),
+        ];
+        self.ctx
+            .queue
+            .write_buffer(&self.adam_settings, 0, bytemuck::cast_slice(&adam));
+        let size = (self.flow.n_params() * 4) as u64;
+        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+        // Keep the state before the step, to restore it if the step produces NaN.
+        for (src, dst) in [&self.params, &self.m, &self.v]
+            .into_iter()
+            .zip(&self.backup)
+        {
+            encoder.copy_buffer_to_buffer(src, 0, dst, 0, size);
+        }
+        self.encode_gradient(&mut encoder);
+        {
+            let bind = self.ctx.bind(
+                &self.adam,
+                &[
+                    &self.adam_settings,
+                    &self.total,
+                    &self.params,
+                    &self.m,
+                    &self.v,
+                ],
+            );
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&self.adam);
+            pass.set_bind_group(0, &bind, &[]);
+            pass.dispatch_workgroups((self.flow.n_params() as u32).div_ceil(WORKGROUP), 1, 1);
+        }
+        self.ctx.queue.submit([encoder.finish()]);
+        // The loss and gradient of this step (native: waits; the app will read
+        // these asynchronously instead).
+        let bytes = self
+            .ctx
+            .read_back(&self.total)
+            .map_err(|_| TrainError::NonFinite {
+                step: self.steps + 1,
+            })?;
+        let total: &[f32] = bytemuck::cast_slice(&bytes);
+        if total.iter().any(|v| !v.is_finite()) {
+            let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+            for (dst, src) in [&self.params, &self.m, &self.v]
+                .into_iter()
+                .zip(&self.backup)
+            {
+                encoder.copy_buffer_to_buffer(src, 0, dst, 0, size);
+            }
+            self.ctx.queue.submit([encoder.finish()]);
+            return Err(TrainError::NonFinite {
+                step: self.steps + 1,
+            });
+        }
+        self.steps += 1;
+        Ok(total[0] as f64)
+    }
+
+    fn steps_done(&self) -> usize {
+        self.steps
+    }
+
+    fn model(&self) -> FlowModel<f64> {
+        let params: Vec<f64> = match self.ctx.read_back(&self.params) {
+            Ok(bytes) => bytemuck::cast_slice::<u8, f32>(&bytes)
+                .iter()
+                .map(|&v| v as f64)
+                .collect(),
+            Err(_) => self.flow.params().to_vec(),
+        };
+        match RadialFlow::from_params(self.flow.spec.clone(), params) {
+            Ok(f) => FlowModel::Radial(f),
+            Err(_) => FlowModel::Radial(self.flow.clone()),
+        }
+    }
+
+    fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+        let FlowModel::Radial(f) = model else {
+            return Err("the GPU trainer holds a radial flow".into());
+        };
+        if f.spec != self.flow.spec {
+            return Err("the new model has a different structure".into());
+        }
+        let p32: Vec<f32> = f.params().iter().map(|&v| v as f32).collect();
+        self.ctx
+            .queue
+            .write_buffer(&self.params, 0, bytemuck::cast_slice(&p32));
+        self.flow = f.clone();
+        Ok(())
+    }
+
+    fn set_learning_rate(&mut self, lr: f64) {
+        self.settings.learning_rate = lr;
+    }
+
+    fn backend(&self) -> String {
+        format!("GPU ({}, f32)", self.ctx.adapter_name)
+    }
+}

@@ -1,0 +1,313 @@
+// Radial flows on the GPU: the density direction with its reverse mode, one
+// thread per sample, mirroring src/flow/radial.rs. The Rust side fills in the
+// structure constants below (dimension, stack, family, conditioner).
+
+const D: u32 = {D}u;          // data dimension
+const K: u32 = {K}u;          // layers in the stack
+const P: u32 = {P}u;          // raw parameters per layer
+const NRAW: u32 = K * P;
+const ORDER: u32 = {ORDER}u;  // Fourier order (0: direct flow)
+const NF: u32 = 2u * ORDER + 1u;
+const FAMILY: u32 = {FAMILY}u; // 0 cubic rational, 1 sinh, 2 cubic
+const NPARAMS: u32 = {NPARAMS}u;
+const EPS: f32 = 1e-7;
+const PI: f32 = 3.141592653589793;
+
+struct Settings {
+    n: u32,          // samples in the batch
+    inv_n: f32,      // 1 / n (the loss is a mean)
+    pad0: u32,
+    pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> settings: Settings;
+@group(0) @binding(1) var<storage, read> params: array<f32>;
+@group(0) @binding(2) var<storage, read> points: array<f32>;
+// per sample: the loss term (-log q), then NPARAMS gradient entries
+@group(0) @binding(3) var<storage, read_write> per_sample: array<f32>;
+
+var<private> raw: array<f32, NRAW>;
+var<private> raw_bar: array<f32, NRAW>;
+var<private> trace: array<f32, K>;
+var<private> trace0: array<f32, K>;
+var<private> f_raw: array<f32, 5>;
+var<private> l_raw: array<f32, 5>;
+var<private> phi: array<f32, 33>;
+
+// ---- one layer of the stack, from the thread's raw parameters
+
+fn layer_forward(k: u32, x: f32) -> vec2<f32> {
+    let o = k * P;
+    if (FAMILY == 0u) {
+        return cubic_rational_forward(cubic_rational_from_raw(raw[o], raw[o + 1u], raw[o + 2u]), x);
+    } else if (FAMILY == 1u) {
+        return sinh_forward(sinh_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u], raw[o + 4u]), x);
+    }
+    return cubic_forward(cubic_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u]), x);
+}
+
+fn layer_inverse(k: u32, y: f32) -> vec2<f32> {
+    let o = k * P;
+    if (FAMILY == 0u) {
+        return cubic_rational_inverse(cubic_rational_from_raw(raw[o], raw[o + 1u], raw[o + 2u]), y);
+    } else if (FAMILY == 1u) {
+        return sinh_inverse(sinh_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u], raw[o + 4u]), y);
+    }
+    return cubic_inverse(cubic_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u]), y);
+}
+
+// Partials at x with y = f(x): returns (f', d log f'/dx); raw derivatives of
+// f and log f' go to f_raw and l_raw (as src/bijection/*.rs `partials`).
+fn layer_partials(k: u32, x: f32, y: f32) -> vec2<f32> {
+    let o = k * P;
+    if (FAMILY == 0u) {
+        let low = -1.0 + 1e-3;
+        let high = 8.0 - 1e-3;
+        let pr = -low / (high - low);
+        let sa = sigmoid(raw[o] + log(pr / (1.0 - pr)));
+        let alpha = low + (high - low) * sa;
+        let dalpha = (high - low) * sa * (1.0 - sa);
+        let beta = 0.1 + softplus(raw[o + 1u] + 1.0);
+        let dbeta = sigmoid(raw[o + 1u] + 1.0);
+        let u = x - raw[o + 2u];
+        let u2 = u * u;
+        let bu2 = beta * u2;
+        let d = 1.0 + bu2;
+        let d2 = d * d;
+        let d3 = d2 * d;
+        let nn = 1.0 - bu2;
+        let fp = 1.0 + alpha * nn / d2;
+        let three_m = 3.0 - bu2;
+        let fpp = -2.0 * alpha * beta * u * three_m / d3;
+        f_raw[0] = u / d * dalpha;
+        f_raw[1] = -alpha * u2 * u / d2 * dbeta;
+        f_raw[2] = 1.0 - fp;
+        l_raw[0] = nn / d2 / fp * dalpha;
+        l_raw[1] = -alpha * u2 * three_m / d3 / fp * dbeta;
+        l_raw[2] = -fpp / fp;
+        return vec2<f32>(fp, fpp / fp);
+    } else if (FAMILY == 1u) {
+        let b = sinh_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u], raw[o + 4u]);
+        let ds = sigmoid(raw[o]);
+        let dmu = 1.0 / sqrt(1.0 + raw[o + 3u] * raw[o + 3u]);
+        let dnu = 1.0 / sqrt(1.0 + raw[o + 4u] * raw[o + 4u]);
+        let e = sinh_forward(b, x);
+        let a = (x - b.c) / b.s;
+        let big_a = (e.x - b.c) / b.s;
+        let fp = exp(e.y);
+        let th_a = tanh(a);
+        let th_big = tanh(big_a);
+        let eb = exp(-abs(big_a));
+        let emu_over_r = exp(b.mu) * 2.0 * eb / (1.0 + eb * eb);
+        let f_beta = b.s * emu_over_r;
+        let f_mu = b.s * th_big;
+        let f_nu = f_mu - b.beta * f_beta;
+        let logd_x = (th_a - th_big * fp) / b.s;
+        f_raw[0] = (big_a - a * fp) * ds;
+        f_raw[1] = f_beta;
+        f_raw[2] = 1.0 - fp;
+        f_raw[3] = f_mu * dmu;
+        f_raw[4] = f_nu * dnu;
+        l_raw[0] = -a * logd_x * ds;
+        l_raw[1] = -th_big * emu_over_r;
+        l_raw[2] = -logd_x;
+        l_raw[3] = (1.0 - th_big * th_big) * dmu;
+        l_raw[4] = (1.0 - th_big * f_nu / b.s) * dnu;
+        return vec2<f32>(fp, logd_x);
+    }
+    let tha = tanh(raw[o] / 2.0);
+    let thb = tanh(raw[o + 1u] / 2.0);
+    let a = exp(2.0 * tha);
+    let bb = exp(2.0 * thb);
+    let da = a * (1.0 - tha * tha);
+    let db = bb * (1.0 - thb * thb);
+    let c = raw[o + 3u];
+    let u = x - c;
+    let v = y - c;
+    let gu = a + 3.0 * bb * u * u;
+    let gv = a + 3.0 * bb * v * v;
+    let fp = gu / gv;
+    let dd = u - v;
+    let v_a = dd / gv;
+    let v_b = dd * (u * u + u * v + v * v) / gv;
+    let v_beta = 1.0 / gv;
+    let six_b = 6.0 * bb;
+    let logd_x = six_b * u / gu - six_b * v / gv * fp;
+    f_raw[0] = v_a * da;
+    f_raw[1] = v_b * db;
+    f_raw[2] = v_beta;
+    f_raw[3] = 1.0 - fp;
+    l_raw[0] = (1.0 / gu - (1.0 + six_b * v * v_a) / gv) * da;
+    l_raw[1] = (3.0 * u * u / gu - (3.0 * v * v + six_b * v * v_b) / gv) * db;
+    l_raw[2] = -six_b * v * v_beta / gv;
+    l_raw[3] = -logd_x;
+    return vec2<f32>(fp, logd_x);
+}
+
+// Reverse-mode rules (src/bijection/mod.rs): x = f(z) and z = f^-1(x).
+fn x_from_z_vjp(k: u32, z: f32, x: f32, x_bar: f32, ld_bar: f32) -> f32 {
+    let p = layer_partials(k, z, x);
+    for (var i = 0u; i < P; i++) {
+        raw_bar[k * P + i] += x_bar * f_raw[i] + ld_bar * l_raw[i];
+    }
+    return x_bar * p.x + ld_bar * p.y;
+}
+
+fn z_from_x_vjp(k: u32, z: f32, x: f32, z_bar: f32, ld_bar: f32) -> f32 {
+    let p = layer_partials(k, z, x);
+    let g = z_bar - ld_bar * p.y;
+    for (var i = 0u; i < P; i++) {
+        raw_bar[k * P + i] -= g * f_raw[i] / p.x + ld_bar * l_raw[i];
+    }
+    return g / p.x;
+}
+
+// ---- the conditioner: raw parameters for direction u
+
+fn body(j: u32) -> f32 {
+    return params[2u * D + j];
+}
+
+fn condition(u: vec2<f32>) {
+    if (ORDER == 0u) {
+        for (var q = 0u; q < NRAW; q++) {
+            raw[q] = body(q);
+        }
+        return;
+    }
+    let t = atan2(u.y, u.x) + PI;
+    for (var k = 1u; k <= ORDER; k++) {
+        let kt = f32(k) * t;
+        phi[k - 1u] = sin(kt) / f32(k);
+        phi[ORDER + k - 1u] = cos(kt) / f32(k);
+    }
+    phi[2u * ORDER] = 1.0;
+    for (var q = 0u; q < NRAW; q++) {
+        var s = 0.0;
+        for (var f = 0u; f < NF; f++) {
+            s += body(f * NRAW + q) * phi[f];
+        }
+        raw[q] = s;
+    }
+}
+
+// ---- the density direction of one sample, with its reverse mode
+
+@compute @workgroup_size(64)
+fn grad_main(@builtin(global_invocation_id) id: vec3<u32>) {
+    let i = id.x;
+    if (i >= settings.n) {
+        return;
+    }
+    var w: array<f32, D>;
+    var w_bar: array<f32, D>;
+    var r2 = EPS * EPS;
+    for (var j = 0u; j < D; j++) {
+        w[j] = exp(params[D + j]) * (points[i * D + j] - params[j]);
+        r2 += w[j] * w[j];
+    }
+    let r_in = sqrt(r2);
+    var u = vec2<f32>(0.0, 0.0);
+    if (D == 2u) {
+        u = vec2<f32>(w[0] / r_in, w[min(1u, D - 1u)] / r_in);
+    }
+    condition(u);
+    // f(0) and its trace
+    var v = 0.0;
+    for (var k = 0u; k < K; k++) {
+        trace0[k] = v;
+        v = layer_forward(k, v).x;
+    }
+    let f0 = v;
+    // r = f^-1(r_in + f(0))
+    let top = r_in + f0;
+    var y = top;
+    var logd = 0.0;
+    for (var kk = 0u; kk < K; kk++) {
+        let k = K - 1u - kk;
+        let zl = layer_inverse(k, y);
+        trace[k] = zl.x;
+        logd += zl.y;
+        y = zl.x;
+    }
+    let r = y;
+    let ratio = r / r_in;
+    let dm1 = f32(D - 1u);
+    let ld = -logd + dm1 * log(ratio);
+    let base = i * (NPARAMS + 1u);
+    var sq = 0.0;
+    var z: array<f32, D>;
+    for (var j = 0u; j < D; j++) {
+        z[j] = params[j] + exp(-params[D + j]) * ratio * w[j];
+        sq += z[j] * z[j];
+    }
+    // -log q = |z|^2 / 2 + (D/2) log(2 pi) - ld, averaged over the batch
+    per_sample[base] = (0.5 * sq + 0.5 * f32(D) * log(2.0 * PI) - ld) * settings.inv_n;
+    let ld_bar = -settings.inv_n;
+    var ratio_bar = ld_bar * dm1 / ratio;
+    for (var j = 0u; j < D; j++) {
+        let zb = z[j] * settings.inv_n;
+        per_sample[base + 1u + j] = zb; // centre
+        let q = exp(-params[D + j]) * zb;
+        per_sample[base + 1u + D + j] = -q * ratio * w[j]; // log-scale
+        ratio_bar += q * w[j];
+        w_bar[j] = ratio * q;
+    }
+    for (var q = 0u; q < NRAW; q++) {
+        raw_bar[q] = 0.0;
+    }
+    var bar = ratio_bar / r_in;
+    var r_in_bar = -ratio_bar * r / (r_in * r_in);
+    for (var k = 0u; k < K; k++) {
+        var out = top;
+        if (k + 1u < K) {
+            out = trace[k + 1u];
+        }
+        bar = z_from_x_vjp(k, trace[k], out, bar, ld_bar);
+    }
+    r_in_bar += bar;
+    var bar0 = bar;
+    for (var kk = 0u; kk < K; kk++) {
+        let k = K - 1u - kk;
+        var out = f0;
+        if (k + 1u < K) {
+            out = trace0[k + 1u];
+        }
+        bar0 = x_from_z_vjp(k, trace0[k], out, bar0, 0.0);
+    }
+    for (var j = 0u; j < D; j++) {
+        w_bar[j] += r_in_bar * w[j] / r_in;
+    }
+    // the body's gradient and the direction's adjoint
+    let gb = base + 1u + 2u * D;
+    if (ORDER == 0u) {
+        for (var q = 0u; q < NRAW; q++) {
+            per_sample[gb + q] = raw_bar[q];
+        }
+    } else {
+        let t = atan2(u.y, u.x) + PI;
+        var t_bar = 0.0;
+        for (var f = 0u; f < NF; f++) {
+            var dphi = 0.0;
+            if (f < ORDER) {
+                dphi = cos(f32(f + 1u) * t);
+            } else if (f < 2u * ORDER) {
+                dphi = -sin(f32(f + 1u - ORDER) * t);
+            }
+            var dot = 0.0;
+            for (var q = 0u; q < NRAW; q++) {
+                per_sample[gb + f * NRAW + q] = raw_bar[q] * phi[f];
+                dot += body(f * NRAW + q) * raw_bar[q];
+            }
+            t_bar += dot * dphi;
+        }
+        let ub = vec2<f32>(-u.y * t_bar, u.x * t_bar);
+        let dotu = ub.x * u.x + ub.y * u.y;
+        w_bar[0] += (ub.x - dotu * u.x) / r_in;
+        w_bar[min(1u, D - 1u)] += (ub.y - dotu * u.y) / r_in;
+    }
+    for (var j = 0u; j < D; j++) {
+        per_sample[base + 1u + j] -= exp(params[D + j]) * w_bar[j];
+        per_sample[base + 1u + D + j] += w_bar[j] * w[j];
+    }
+}
