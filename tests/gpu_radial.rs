@@ -91,6 +91,15 @@ fn gpu_radial_loss_and_gradients_match_the_cpu() {
                     .unwrap();
             let (loss_gpu, grad_gpu) = gpu.loss_and_grad(&points32).unwrap();
             let label = format!("{family:?} {conditioner:?}");
+            // The density kernel: log q at every point.
+            let lq_gpu = gpu.log_q(&points32).unwrap();
+            let lq_cpu = flowplay::train::metrics::log_q(&flow, &points64);
+            for (g, c) in lq_gpu.iter().zip(&lq_cpu) {
+                assert!(
+                    (*g as f64 - c).abs() <= 1e-4 * c.abs().max(1.0),
+                    "{label}: log q {g} vs {c}"
+                );
+            }
             assert!(
                 (loss_gpu - loss_cpu).abs() <= 1e-4 * loss_cpu.abs().max(1.0),
                 "{label}: loss {loss_gpu} vs {loss_cpu}"

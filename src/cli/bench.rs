@@ -127,24 +127,40 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     }
     let mut rng = Rng::seeded(1);
     let mut grid_rows = Vec::new();
+    if !json_out {
+        println!(
+            "{:<40} {:>7} {:>12} {:>12}",
+            "density on a grid (evals/s)", "grid", "cpu", "gpu"
+        );
+    }
     for recipe in recipes() {
-        let model: FlowModel<f32> = recipe.flow.build(2, &mut rng)?;
-        let (evals, per_grid) = grid_rate(model.as_flow(), grid, threads, seconds);
-        if !json_out {
-            if grid_rows.is_empty() {
-                println!(
-                    "{:<40} {:>7} {:>12}",
-                    "density on a grid", "grid", "evals/s"
-                );
+        let model: FlowModel<f64> = recipe.flow.build(2, &mut rng)?;
+        let mut cells = Vec::new();
+        for &backend in backends {
+            let rate = if backend == "cpu" {
+                Some(grid_rate(model.cast::<f32>().as_flow(), grid, threads, seconds).0)
+            } else {
+                gpu_grid_rate(&model, grid, seconds).ok()
+            };
+            if let Some(r) = rate {
+                grid_rows.push(json!({"recipe": recipe.name, "backend": backend, "grid": grid, "evals_per_second": r}));
             }
+            cells.push((backend, rate));
+        }
+        if !json_out {
+            let cell = |name: &str| match cells.iter().find(|(b, _)| *b == name) {
+                Some((_, Some(r))) => format!("{r:.0}"),
+                Some((_, None)) => "n/a".to_string(),
+                None => "-".to_string(),
+            };
             println!(
-                "{:<40} {:>7} {:>12.0}   ({per_grid:.1} grids/s)",
+                "{:<40} {:>7} {:>12} {:>12}",
                 recipe.name,
                 format!("{grid}^2"),
-                evals
+                cell("cpu"),
+                cell("gpu")
             );
         }
-        grid_rows.push(json!({"recipe": recipe.name, "backend": "cpu", "grid": grid, "evals_per_second": evals, "grids_per_second": per_grid}));
     }
     if json_out {
         let out: Value = json!({"threads": threads, "training": rows, "density_grid": grid_rows});
@@ -187,15 +203,20 @@ fn train_rate(
     Ok(steps as f64 / start.elapsed().as_secs_f64())
 }
 
-/// log q on an n x n grid over [-4, 4]^2: (evaluations per second, grids per second).
-fn grid_rate<T: Real>(flow: &dyn Flow<T>, n: usize, threads: usize, seconds: f64) -> (f64, f64) {
-    let points: Vec<T> = (0..n * n)
+/// The centres of an n x n grid over [-4, 4]^2, row-major.
+fn grid_points<T: Real>(n: usize) -> Vec<T> {
+    (0..n * n)
         .flat_map(|i| {
             let (row, col) = (i / n, i % n);
             let s = |k: usize| T::c(-4.0 + 8.0 * (k as f64 + 0.5) / n as f64);
             [s(col), s(row)]
         })
-        .collect();
+        .collect()
+}
+
+/// log q on an n x n grid over [-4, 4]^2: (evaluations per second, grids per second).
+fn grid_rate<T: Real>(flow: &dyn Flow<T>, n: usize, threads: usize, seconds: f64) -> (f64, f64) {
+    let points: Vec<T> = grid_points(n);
     let start = Instant::now();
     let mut grids = 0usize;
     while grids == 0 || start.elapsed().as_secs_f64() < seconds {
@@ -236,5 +257,33 @@ fn gpu_trainer(
 
 #[cfg(not(feature = "gpu"))]
 fn gpu_trainer(_: FlowModel<f64>, _: Target, _: TrainSettings) -> Result<Box<dyn Trainer>, String> {
+    Err("built without the 'gpu' feature".into())
+}
+
+/// log q on the grid with the GPU density kernel (radial flows): evaluations per second.
+#[cfg(feature = "gpu")]
+fn gpu_grid_rate(model: &FlowModel<f64>, n: usize, seconds: f64) -> Result<f64, String> {
+    let ctx = crate::gpu::GpuContext::new_blocking()?;
+    let settings = TrainSettings {
+        batch: 1,
+        learning_rate: 1e-3,
+        seed: 0,
+        loss: Loss::ForwardKl,
+        threads: 1,
+    };
+    let kernel = crate::gpu::GpuRadialTrainer::new(ctx, model.clone(), Target::Spiral, settings)?;
+    let points: Vec<f32> = grid_points(n);
+    kernel.log_q(&points)?; // compiles the pipeline
+    let start = Instant::now();
+    let mut grids = 0usize;
+    while grids == 0 || start.elapsed().as_secs_f64() < seconds {
+        std::hint::black_box(kernel.log_q(&points)?);
+        grids += 1;
+    }
+    Ok((grids * n * n) as f64 / start.elapsed().as_secs_f64())
+}
+
+#[cfg(not(feature = "gpu"))]
+fn gpu_grid_rate(_: &FlowModel<f64>, _: usize, _: f64) -> Result<f64, String> {
     Err("built without the 'gpu' feature".into())
 }

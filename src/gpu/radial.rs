@@ -65,6 +65,8 @@ pub struct GpuRadialTrainer {
     points: wgpu::Buffer,
     per_sample: wgpu::Buffer,
     total: wgpu::Buffer,
+    /// unused by training: the density output binding needs a buffer
+    no_log_q: wgpu::Buffer,
     batch_settings: wgpu::Buffer,
     sizes: wgpu::Buffer,
     adam_settings: wgpu::Buffer,
@@ -129,6 +131,7 @@ impl GpuRadialTrainer {
         let points = ctx.storage("points", &vec![0u8; b * d * 4], false);
         let per_sample = ctx.storage("per sample", &vec![0u8; b * (n_params + 1) * 4], true);
         let total = ctx.storage("total", &vec![0u8; (n_params + 1) * 4], true);
+        let no_log_q = ctx.storage("log q (unused)", &[0u8; 4], true);
         let batch_settings = ctx.uniform(
             "batch",
             bytemuck::cast_slice(&[b as u32, (1.0 / b as f32).to_bits(), 0, 0]),
@@ -155,6 +158,7 @@ impl GpuRadialTrainer {
             points,
             per_sample,
             total,
+            no_log_q,
             batch_settings,
             sizes,
             adam_settings,
@@ -176,6 +180,7 @@ impl GpuRadialTrainer {
                 &self.params,
                 &self.points,
                 &self.per_sample,
+                &self.no_log_q,
             ],
         );
         let bind_reduce = self
@@ -212,6 +217,38 @@ impl GpuRadialTrainer {
             total[0] as f64,
             total[1..].iter().map(|&g| g as f64).collect(),
         ))
+    }
+
+    /// `log q(x)` at every point (n x d) with the current parameters: the density
+    /// heatmap's kernel, run in chunks of at most 65,536 points.
+    pub fn log_q(&self, points: &[f32]) -> Result<Vec<f32>, String> {
+        let d = self.flow.dim();
+        let mut out = Vec::with_capacity(points.len() / d);
+        for chunk in points.chunks(65_536 * d) {
+            let n = (chunk.len() / d) as u32;
+            let settings = self
+                .ctx
+                .uniform("density", bytemuck::cast_slice(&[n, 0f32.to_bits(), 1, 0]));
+            let input = self
+                .ctx
+                .storage("grid points", bytemuck::cast_slice(chunk), false);
+            let log_q = self.ctx.storage("log q", &vec![0u8; n as usize * 4], true);
+            let bind = self.ctx.bind(
+                &self.grad,
+                &[&settings, &self.params, &input, &self.no_log_q, &log_q],
+            );
+            let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&self.grad);
+                pass.set_bind_group(0, &bind, &[]);
+                pass.dispatch_workgroups(n.div_ceil(WORKGROUP), 1, 1);
+            }
+            self.ctx.queue.submit([encoder.finish()]);
+            let bytes = self.ctx.read_back(&log_q)?;
+            out.extend_from_slice(bytemuck::cast_slice::<u8, f32>(&bytes));
+        }
+        Ok(out)
     }
 
     fn draw_batch(&mut self) -> Vec<f32> {

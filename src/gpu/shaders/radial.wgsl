@@ -16,7 +16,7 @@ const PI: f32 = 3.141592653589793;
 struct Settings {
     n: u32,          // samples in the batch
     inv_n: f32,      // 1 / n (the loss is a mean)
-    pad0: u32,
+    density_only: u32, // 1: write log q(x) to log_q and stop (display grids)
     pad1: u32,
 }
 
@@ -25,6 +25,8 @@ struct Settings {
 @group(0) @binding(2) var<storage, read> points: array<f32>;
 // per sample: the loss term (-log q), then NPARAMS gradient entries
 @group(0) @binding(3) var<storage, read_write> per_sample: array<f32>;
+// per point: log q (density_only)
+@group(0) @binding(4) var<storage, read_write> log_q: array<f32>;
 
 var<private> raw: array<f32, NRAW>;
 var<private> raw_bar: array<f32, NRAW>;
@@ -240,6 +242,10 @@ fn grad_main(@builtin(global_invocation_id) id: vec3<u32>) {
     for (var j = 0u; j < D; j++) {
         z[j] = params[j] + exp(-params[D + j]) * ratio * w[j];
         sq += z[j] * z[j];
+    }
+    if (settings.density_only == 1u) {
+        log_q[i] = -0.5 * sq - 0.5 * f32(D) * log(2.0 * PI) + ld;
+        return;
     }
     // -log q = |z|^2 / 2 + (D/2) log(2 pi) - ld, averaged over the batch
     per_sample[base] = (0.5 * sq + 0.5 * f32(D) * log(2.0 * PI) - ld) * settings.inv_n;
