@@ -91,6 +91,29 @@ fn gpu_radial_loss_and_gradients_match_the_cpu() {
                     .unwrap();
             let (loss_gpu, grad_gpu) = gpu.loss_and_grad(&points32).unwrap();
             let label = format!("{family:?} {conditioner:?}");
+            // Samples and grid lines: latent points pushed through x_from_z.
+            let latent32: Vec<f32> = (0..batch * 2)
+                .map(|_| (1.5 * rng.normal()) as f32)
+                .collect();
+            let latent64: Vec<f64> = latent32.iter().map(|&v| v as f64).collect();
+            let pushed = gpu.x_from_z(&latent32).unwrap();
+            let mut x_cpu = vec![0.0; latent64.len()];
+            let mut ld_cpu = vec![0.0; batch];
+            flow.x_from_z(&latent64, &mut x_cpu, &mut ld_cpu);
+            for i in 0..batch {
+                for j in 0..2 {
+                    let (g, c) = (pushed[i * 3 + j] as f64, x_cpu[i * 2 + j]);
+                    assert!(
+                        (g - c).abs() <= 1e-4 * c.abs().max(1.0),
+                        "{label}: x_from_z {g} vs {c}"
+                    );
+                }
+                let (g, c) = (pushed[i * 3 + 2] as f64, ld_cpu[i]);
+                assert!(
+                    (g - c).abs() <= 1e-4 * c.abs().max(1.0),
+                    "{label}: log det {g} vs {c}"
+                );
+            }
             // The density kernel: log q at every point.
             let lq_gpu = gpu.log_q(&points32).unwrap();
             let lq_cpu = flowplay::train::metrics::log_q(&flow, &points64);

@@ -96,12 +96,25 @@ impl GpuContext {
         pipeline: &wgpu::ComputePipeline,
         buffers: &[&wgpu::Buffer],
     ) -> wgpu::BindGroup {
+        let numbered: Vec<(u32, &wgpu::Buffer)> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (i as u32, *b))
+            .collect();
+        self.bind_at(pipeline, &numbered)
+    }
+
+    /// A bind group of `pipeline`'s group 0 with each buffer at its binding.
+    pub fn bind_at(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[(u32, &wgpu::Buffer)],
+    ) -> wgpu::BindGroup {
         let layout = pipeline.get_bind_group_layout(0);
         let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
-            .enumerate()
             .map(|(i, b)| wgpu::BindGroupEntry {
-                binding: i as u32,
+                binding: *i,
                 resource: b.as_entire_binding(),
             })
             .collect();

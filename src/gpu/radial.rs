@@ -56,6 +56,7 @@ pub struct GpuRadialTrainer {
     rng: Rng,
     steps: usize,
     grad: wgpu::ComputePipeline,
+    push: wgpu::ComputePipeline,
     reduce: wgpu::ComputePipeline,
     adam: wgpu::ComputePipeline,
     params: wgpu::Buffer,
@@ -109,6 +110,7 @@ impl GpuRadialTrainer {
         }
         let source = kernel_source(&flow)?;
         let grad = ctx.pipeline_at("radial grad", &source, "grad_main");
+        let push = ctx.pipeline_at("radial push", &source, "push_main");
         let reduce = ctx.pipeline_at(
             "reduce",
             include_str!("shaders/optimizer.wgsl"),
@@ -149,6 +151,7 @@ impl GpuRadialTrainer {
             settings,
             steps: 0,
             grad,
+            push,
             reduce,
             adam,
             params,
@@ -246,6 +249,41 @@ impl GpuRadialTrainer {
             }
             self.ctx.queue.submit([encoder.finish()]);
             let bytes = self.ctx.read_back(&log_q)?;
+            out.extend_from_slice(bytemuck::cast_slice::<u8, f32>(&bytes));
+        }
+        Ok(out)
+    }
+
+    /// Latent points (n x d) pushed through `x_from_z`: per point the data-space
+    /// point and `log |det dx/dz|` (n x (d + 1)), in chunks of 65,536 points. The
+    /// app draws samples and the deformed grid's polylines from this.
+    pub fn x_from_z(&self, latent: &[f32]) -> Result<Vec<f32>, String> {
+        let d = self.flow.dim();
+        let mut out = Vec::with_capacity(latent.len() / d * (d + 1));
+        for chunk in latent.chunks(65_536 * d) {
+            let n = (chunk.len() / d) as u32;
+            let settings = self
+                .ctx
+                .uniform("push", bytemuck::cast_slice(&[n, 0f32.to_bits(), 0, 0]));
+            let input = self
+                .ctx
+                .storage("latent points", bytemuck::cast_slice(chunk), false);
+            let pushed = self
+                .ctx
+                .storage("pushed", &vec![0u8; n as usize * (d + 1) * 4], true);
+            let bind = self.ctx.bind_at(
+                &self.push,
+                &[(0, &settings), (1, &self.params), (2, &input), (5, &pushed)],
+            );
+            let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&self.push);
+                pass.set_bind_group(0, &bind, &[]);
+                pass.dispatch_workgroups(n.div_ceil(WORKGROUP), 1, 1);
+            }
+            self.ctx.queue.submit([encoder.finish()]);
+            let bytes = self.ctx.read_back(&pushed)?;
             out.extend_from_slice(bytemuck::cast_slice::<u8, f32>(&bytes));
         }
         Ok(out)

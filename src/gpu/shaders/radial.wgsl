@@ -317,3 +317,43 @@ fn grad_main(@builtin(global_invocation_id) id: vec3<u32>) {
         per_sample[base + 1u + D + j] += w_bar[j] * w[j];
     }
 }
+
+// ---- the sampling direction: latent points pushed through x_from_z, with
+// log |det dx/dz| (samples, and the deformed grid's polylines and shading)
+
+@group(0) @binding(5) var<storage, read_write> pushed: array<f32>; // per point: x (D), log det
+
+@compute @workgroup_size(64)
+fn push_main(@builtin(global_invocation_id) id: vec3<u32>) {
+    let i = id.x;
+    if (i >= settings.n) {
+        return;
+    }
+    var w: array<f32, D>;
+    var r2 = EPS * EPS;
+    for (var j = 0u; j < D; j++) {
+        w[j] = exp(params[D + j]) * (points[i * D + j] - params[j]);
+        r2 += w[j] * w[j];
+    }
+    let r = sqrt(r2);
+    var u = vec2<f32>(0.0, 0.0);
+    if (D == 2u) {
+        u = vec2<f32>(w[0] / r, w[min(1u, D - 1u)] / r);
+    }
+    condition(u);
+    var v0 = 0.0;
+    var v = r;
+    var logd = 0.0;
+    for (var k = 0u; k < K; k++) {
+        v0 = layer_forward(k, v0).x;
+        let y = layer_forward(k, v);
+        v = y.x;
+        logd += y.y;
+    }
+    let ratio = (v - v0) / r;
+    let base = i * (D + 1u);
+    for (var j = 0u; j < D; j++) {
+        pushed[base + j] = params[j] + exp(-params[D + j]) * ratio * w[j];
+    }
+    pushed[base + D] = logd + f32(D - 1u) * log(ratio);
+}
