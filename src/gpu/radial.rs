@@ -1,20 +1,41 @@
 //! Training radial flows on the GPU: per step, one dispatch computes every
-//! sample's loss term and gradient (`radial.wgsl`), one sums them over the batch
-//! (`optimizer.wgsl`) and one applies Adam (`adam.wgsl`). Parameters and the
-//! optimizer's moments stay on the GPU between steps; the batch is drawn on the
-//! CPU and uploaded (a few kilobytes).
+//! sample's loss term and gradient (`radial.wgsl`: forward KL in the density
+//! direction, or reverse KL against a 2D energy in the sampling direction), one
+//! sums them over the batch (`optimizer.wgsl`) and one applies Adam
+//! (`adam.wgsl`). Parameters and the optimizer's moments stay on the GPU between
+//! steps; the batch is drawn on the CPU, as the CPU trainer draws it, and
+//! uploaded (a few kilobytes). The same kernels give log q on grids and push
+//! latent points through `x_from_z` for display.
 
 use super::GpuContext;
 use crate::bijection::Family;
 use crate::flow::{Flow, FlowModel, RadialConditioner, RadialFlow};
 use crate::rng::Rng;
-use crate::target::Target;
+use crate::target::{Target, TargetKind};
 use crate::train::{Loss, TrainError, TrainSettings, Trainer};
 
 const WORKGROUP: u32 = 64;
 
+/// The energy the reverse-KL kernel is compiled for (0: none, forward KL).
+fn energy_id(loss: Loss, target: &Target) -> Result<u32, String> {
+    match (loss, target) {
+        (Loss::ForwardKl, t) if t.kind() == TargetKind::Samples => Ok(0),
+        (Loss::ForwardKl, t) => Err(format!(
+            "target '{}' has no sampler: train it by reverse KL",
+            t.name()
+        )),
+        (Loss::ReverseKl, Target::TwoMoonsEnergy) => Ok(1),
+        (Loss::ReverseKl, Target::CircularGmm) => Ok(2),
+        (Loss::ReverseKl, Target::RingMixture { rings: 2 }) => Ok(3),
+        (Loss::ReverseKl, t) => Err(format!(
+            "no GPU energy for target '{}' (the GPU has twomoons-energy, circular-gmm, ring-mixture); use --backend cpu",
+            t.name()
+        )),
+    }
+}
+
 /// The structure constants the kernel is specialized for.
-fn kernel_source(flow: &RadialFlow<f64>) -> Result<String, String> {
+fn kernel_source(flow: &RadialFlow<f64>, energy: u32) -> Result<String, String> {
     let spec = &flow.spec;
     let family = spec.stack.layers()[0];
     if spec.stack.layers().iter().any(|&f| f != family) {
@@ -44,7 +65,8 @@ fn kernel_source(flow: &RadialFlow<f64>) -> Result<String, String> {
         .replace("{P}", &family.n_raw().to_string())
         .replace("{ORDER}", &order.to_string())
         .replace("{FAMILY}", &family_id.to_string())
-        .replace("{NPARAMS}", &spec.n_params().to_string()))
+        .replace("{NPARAMS}", &spec.n_params().to_string())
+        .replace("{TARGET}", &energy.to_string()))
 }
 
 /// A radial flow's training state on the GPU.
@@ -55,7 +77,10 @@ pub struct GpuRadialTrainer {
     settings: TrainSettings,
     rng: Rng,
     steps: usize,
+    /// density direction: forward-KL gradients, and log q for grids
     grad: wgpu::ComputePipeline,
+    /// sampling direction with reverse mode: reverse-KL gradients
+    reverse: Option<wgpu::ComputePipeline>,
     push: wgpu::ComputePipeline,
     reduce: wgpu::ComputePipeline,
     adam: wgpu::ComputePipeline,
@@ -86,11 +111,9 @@ impl GpuRadialTrainer {
                     .into(),
             );
         };
-        if settings.loss != Loss::ForwardKl {
-            return Err(
-                "the GPU backend trains by forward KL so far; use --backend cpu for reverse KL"
-                    .into(),
-            );
+        let energy = energy_id(settings.loss, &target)?;
+        if energy != 0 && flow.dim() != 2 {
+            return Err("the GPU energies are 2D".into());
         }
         if flow.dim() != target.dim() {
             return Err(format!(
@@ -108,7 +131,9 @@ impl GpuRadialTrainer {
                     .into(),
             );
         }
-        let source = kernel_source(&flow)?;
+        let source = kernel_source(&flow, energy)?;
+        let reverse =
+            (energy != 0).then(|| ctx.pipeline_at("radial reverse", &source, "grad_reverse_main"));
         let grad = ctx.pipeline_at("radial grad", &source, "grad_main");
         let push = ctx.pipeline_at("radial push", &source, "push_main");
         let reduce = ctx.pipeline_at(
@@ -151,6 +176,7 @@ impl GpuRadialTrainer {
             settings,
             steps: 0,
             grad,
+            reverse,
             push,
             reduce,
             adam,
@@ -176,21 +202,38 @@ impl GpuRadialTrainer {
     /// Records the loss-and-gradient passes for the uploaded batch.
     fn encode_gradient(&self, encoder: &mut wgpu::CommandEncoder) {
         let n_params = self.flow.n_params() as u32;
-        let bind_grad = self.ctx.bind(
-            &self.grad,
-            &[
-                &self.batch_settings,
-                &self.params,
-                &self.points,
-                &self.per_sample,
-                &self.no_log_q,
-            ],
-        );
+        let (pipeline, bind_grad) = match &self.reverse {
+            Some(reverse) => (
+                reverse,
+                self.ctx.bind(
+                    reverse,
+                    &[
+                        &self.batch_settings,
+                        &self.params,
+                        &self.points,
+                        &self.per_sample,
+                    ],
+                ),
+            ),
+            None => (
+                &self.grad,
+                self.ctx.bind(
+                    &self.grad,
+                    &[
+                        &self.batch_settings,
+                        &self.params,
+                        &self.points,
+                        &self.per_sample,
+                        &self.no_log_q,
+                    ],
+                ),
+            ),
+        };
         let bind_reduce = self
             .ctx
             .bind(&self.reduce, &[&self.sizes, &self.per_sample, &self.total]);
         let mut pass = encoder.begin_compute_pass(&Default::default());
-        pass.set_pipeline(&self.grad);
+        pass.set_pipeline(pipeline);
         pass.set_bind_group(0, &bind_grad, &[]);
         pass.dispatch_workgroups((self.settings.batch as u32).div_ceil(WORKGROUP), 1, 1);
         pass.set_pipeline(&self.reduce);
@@ -198,8 +241,9 @@ impl GpuRadialTrainer {
         pass.dispatch_workgroups((n_params + 1).div_ceil(WORKGROUP), 1, 1);
     }
 
-    /// Mean loss and gradient of `points` (n x d, float32) at the current
-    /// parameters, without updating them: what the parity tests compare.
+    /// Mean loss and gradient at the current parameters for `points` (n x d,
+    /// float32: target samples, or latent points for reverse KL), without
+    /// updating them: what the parity tests compare.
     pub fn loss_and_grad(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
         let d = self.flow.dim();
         if points.len() != self.settings.batch * d {
@@ -289,13 +333,22 @@ impl GpuRadialTrainer {
         Ok(out)
     }
 
+    /// The next batch: target samples (forward KL) or latent normals (reverse KL),
+    /// drawn as the CPU trainer draws them.
     fn draw_batch(&mut self) -> Vec<f32> {
-        self.target
-            .sample(self.settings.batch, &mut self.rng)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|v| v as f32)
-            .collect()
+        let b = self.settings.batch;
+        match self.settings.loss {
+            Loss::ForwardKl => self
+                .target
+                .sample(b, &mut self.rng)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|v| v as f32)
+                .collect(),
+            Loss::ReverseKl => (0..b * self.flow.dim())
+                .map(|_| self.rng.normal() as f32)
+                .collect(),
+        }
     }
 }
 

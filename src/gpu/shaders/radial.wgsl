@@ -10,6 +10,7 @@ const ORDER: u32 = {ORDER}u;  // Fourier order (0: direct flow)
 const NF: u32 = 2u * ORDER + 1u;
 const FAMILY: u32 = {FAMILY}u; // 0 cubic rational, 1 sinh, 2 cubic
 const NPARAMS: u32 = {NPARAMS}u;
+const TARGET: u32 = {TARGET}u;  // energy for reverse KL: 1 two-moons, 2 circular GMM, 3 ring mixture
 const EPS: f32 = 1e-7;
 const PI: f32 = 3.141592653589793;
 
@@ -193,6 +194,44 @@ fn condition(u: vec2<f32>) {
     }
 }
 
+// The last phase of both backward passes: the stack's raw adjoints into the
+// body's gradient, the direction's adjoint into w_bar, then w = S (p - c) into
+// the centre and log-scale gradients (src/flow/radial.rs `geometry_backward`).
+fn geometry_backward(base: u32, u: vec2<f32>, r_in: f32, w: array<f32, D>, w_bar_in: array<f32, D>) {
+    var w_bar = w_bar_in;
+    let gb = base + 1u + 2u * D;
+    if (ORDER == 0u) {
+        for (var q = 0u; q < NRAW; q++) {
+            per_sample[gb + q] = raw_bar[q];
+        }
+    } else {
+        let t = atan2(u.y, u.x) + PI;
+        var t_bar = 0.0;
+        for (var f = 0u; f < NF; f++) {
+            var dphi = 0.0;
+            if (f < ORDER) {
+                dphi = cos(f32(f + 1u) * t);
+            } else if (f < 2u * ORDER) {
+                dphi = -sin(f32(f + 1u - ORDER) * t);
+            }
+            var dot = 0.0;
+            for (var q = 0u; q < NRAW; q++) {
+                per_sample[gb + f * NRAW + q] = raw_bar[q] * phi[f];
+                dot += body(f * NRAW + q) * raw_bar[q];
+            }
+            t_bar += dot * dphi;
+        }
+        let ub = vec2<f32>(-u.y * t_bar, u.x * t_bar);
+        let dotu = ub.x * u.x + ub.y * u.y;
+        w_bar[0] += (ub.x - dotu * u.x) / r_in;
+        w_bar[min(1u, D - 1u)] += (ub.y - dotu * u.y) / r_in;
+    }
+    for (var j = 0u; j < D; j++) {
+        per_sample[base + 1u + j] -= exp(params[D + j]) * w_bar[j];
+        per_sample[base + 1u + D + j] += w_bar[j] * w[j];
+    }
+}
+
 // ---- the density direction of one sample, with its reverse mode
 
 @compute @workgroup_size(64)
@@ -284,38 +323,7 @@ fn grad_main(@builtin(global_invocation_id) id: vec3<u32>) {
     for (var j = 0u; j < D; j++) {
         w_bar[j] += r_in_bar * w[j] / r_in;
     }
-    // the body's gradient and the direction's adjoint
-    let gb = base + 1u + 2u * D;
-    if (ORDER == 0u) {
-        for (var q = 0u; q < NRAW; q++) {
-            per_sample[gb + q] = raw_bar[q];
-        }
-    } else {
-        let t = atan2(u.y, u.x) + PI;
-        var t_bar = 0.0;
-        for (var f = 0u; f < NF; f++) {
-            var dphi = 0.0;
-            if (f < ORDER) {
-                dphi = cos(f32(f + 1u) * t);
-            } else if (f < 2u * ORDER) {
-                dphi = -sin(f32(f + 1u - ORDER) * t);
-            }
-            var dot = 0.0;
-            for (var q = 0u; q < NRAW; q++) {
-                per_sample[gb + f * NRAW + q] = raw_bar[q] * phi[f];
-                dot += body(f * NRAW + q) * raw_bar[q];
-            }
-            t_bar += dot * dphi;
-        }
-        let ub = vec2<f32>(-u.y * t_bar, u.x * t_bar);
-        let dotu = ub.x * u.x + ub.y * u.y;
-        w_bar[0] += (ub.x - dotu * u.x) / r_in;
-        w_bar[min(1u, D - 1u)] += (ub.y - dotu * u.y) / r_in;
-    }
-    for (var j = 0u; j < D; j++) {
-        per_sample[base + 1u + j] -= exp(params[D + j]) * w_bar[j];
-        per_sample[base + 1u + D + j] += w_bar[j] * w[j];
-    }
+    geometry_backward(base, u, r_in, w, w_bar);
 }
 
 // ---- the sampling direction: latent points pushed through x_from_z, with
@@ -356,4 +364,142 @@ fn push_main(@builtin(global_invocation_id) id: vec3<u32>) {
         pushed[base + j] = params[j] + exp(-params[D + j]) * ratio * w[j];
     }
     pushed[base + D] = logd + f32(D - 1u) * log(ratio);
+}
+
+// ---- energy targets (src/target/energy.rs): (log p~(x), d/dx0, d/dx1), 2D
+
+fn energy(x: vec2<f32>) -> vec3<f32> {
+    let r = max(length(x), 1e-30);
+    if (TARGET == 1u) {
+        let a = abs(x.x);
+        let sg = sgn(x.x);
+        let k = 4.0 / 0.09;
+        let v = -0.5 * pow((r - 2.0) / 0.2, 2.0) - 0.5 * pow((a - 2.0) / 0.3, 2.0) + softplus(-k * a);
+        let dr = -(r - 2.0) / 0.04;
+        let da = -(a - 2.0) / 0.09 - k * sigmoid(-k * a);
+        return vec3<f32>(v, dr * x.x / r + da * sg, dr * x.y / r);
+    }
+    if (TARGET == 2u) {
+        let sd = 2.0 / 3.0 * sin(PI / 8.0);
+        var terms: array<f32, 8>;
+        var m = -1e30;
+        for (var i = 0u; i < 8u; i++) {
+            let t = 2.0 * PI * f32(i) / 8.0;
+            let d = x - vec2<f32>(2.0 * sin(t), 2.0 * cos(t));
+            terms[i] = -0.5 * dot(d, d) / (sd * sd);
+            m = max(m, terms[i]);
+        }
+        var s = 0.0;
+        var g = vec2<f32>(0.0, 0.0);
+        for (var i = 0u; i < 8u; i++) {
+            let t = 2.0 * PI * f32(i) / 8.0;
+            let d = x - vec2<f32>(2.0 * sin(t), 2.0 * cos(t));
+            let e = exp(terms[i] - m);
+            s += e;
+            g -= e * d / (sd * sd);
+        }
+        let v = m + log(s) - log(2.0 * PI * sd * sd) - log(8.0);
+        return vec3<f32>(v, g.x / s, g.y / s);
+    }
+    // ring mixture, 2 rings of radius 1 and 2, sd 1/8
+    let sdr = 0.125;
+    let t1 = -0.5 * pow((r - 1.0) / sdr, 2.0);
+    let t2 = -0.5 * pow((r - 2.0) / sdr, 2.0);
+    let m = max(t1, t2);
+    let e1 = exp(t1 - m);
+    let e2 = exp(t2 - m);
+    let v = m + log(e1 + e2);
+    let dr = -(e1 * (r - 1.0) + e2 * (r - 2.0)) / ((e1 + e2) * sdr * sdr);
+    return vec3<f32>(v, dr * x.x / r, dr * x.y / r);
+}
+
+// ---- the sampling direction with its reverse mode: reverse KL,
+// mean(log N(z) - log det - log p~(x)), z drawn on the CPU (points buffer)
+
+@compute @workgroup_size(64)
+fn grad_reverse_main(@builtin(global_invocation_id) id: vec3<u32>) {
+    let i = id.x;
+    if (i >= settings.n) {
+        return;
+    }
+    var w: array<f32, D>;
+    var w_bar: array<f32, D>;
+    var r2 = EPS * EPS;
+    var zsq = 0.0;
+    for (var j = 0u; j < D; j++) {
+        let zj = points[i * D + j];
+        zsq += zj * zj;
+        w[j] = exp(params[D + j]) * (zj - params[j]);
+        r2 += w[j] * w[j];
+    }
+    let r = sqrt(r2);
+    var u = vec2<f32>(0.0, 0.0);
+    if (D == 2u) {
+        u = vec2<f32>(w[0] / r, w[min(1u, D - 1u)] / r);
+    }
+    condition(u);
+    var v0 = 0.0;
+    for (var k = 0u; k < K; k++) {
+        trace0[k] = v0;
+        v0 = layer_forward(k, v0).x;
+    }
+    let f0 = v0;
+    var v = r;
+    var logd = 0.0;
+    for (var k = 0u; k < K; k++) {
+        trace[k] = v;
+        let y = layer_forward(k, v);
+        v = y.x;
+        logd += y.y;
+    }
+    let f_r = v;
+    let r_out = f_r - f0;
+    let ratio = r_out / r;
+    let dm1 = f32(D - 1u);
+    let ld = logd + dm1 * log(ratio);
+    var x = vec2<f32>(0.0, 0.0);
+    for (var j = 0u; j < D; j++) {
+        x[j] = params[j] + exp(-params[D + j]) * ratio * w[j];
+    }
+    let e = energy(x);
+    let base = i * (NPARAMS + 1u);
+    per_sample[base] = (-0.5 * zsq - 0.5 * f32(D) * log(2.0 * PI) - ld - e.x) * settings.inv_n;
+    let ld_bar = -settings.inv_n;
+    var ratio_bar = ld_bar * dm1 / ratio;
+    for (var j = 0u; j < D; j++) {
+        let xb = -e[j + 1u] * settings.inv_n;
+        per_sample[base + 1u + j] = xb;
+        let q = exp(-params[D + j]) * xb;
+        per_sample[base + 1u + D + j] = -q * ratio * w[j];
+        ratio_bar += q * w[j];
+        w_bar[j] = ratio * q;
+    }
+    for (var q = 0u; q < NRAW; q++) {
+        raw_bar[q] = 0.0;
+    }
+    let r_out_bar = ratio_bar / r;
+    var r_bar = -ratio_bar * r_out / (r * r);
+    var bar = r_out_bar;
+    for (var kk = 0u; kk < K; kk++) {
+        let k = K - 1u - kk;
+        var out = f_r;
+        if (k + 1u < K) {
+            out = trace[k + 1u];
+        }
+        bar = x_from_z_vjp(k, trace[k], out, bar, ld_bar);
+    }
+    r_bar += bar;
+    var bar0 = -r_out_bar;
+    for (var kk = 0u; kk < K; kk++) {
+        let k = K - 1u - kk;
+        var out = f0;
+        if (k + 1u < K) {
+            out = trace0[k + 1u];
+        }
+        bar0 = x_from_z_vjp(k, trace0[k], out, bar0, 0.0);
+    }
+    for (var j = 0u; j < D; j++) {
+        w_bar[j] += r_bar * w[j] / r;
+    }
+    geometry_backward(base, u, r, w, w_bar);
 }
