@@ -27,7 +27,12 @@ fn wgsl_scalar_families_match_the_cpu_reference() {
         }
     }
     let mut checked = 0;
-    for family in [Family::CubicRational, Family::Sinh, Family::Cubic] {
+    for family in [
+        Family::CubicRational,
+        Family::Sinh,
+        Family::Cubic,
+        Family::Affine,
+    ] {
         for trial in 0..40 {
             let spread = if trial % 2 == 0 { 1.0 } else { 3.0 };
             let raw32: Vec<f32> = (0..family.n_raw())
@@ -66,7 +71,7 @@ fn wgsl_scalar_families_match_the_cpu_reference() {
             }
         }
     }
-    assert_eq!(checked, 3 * 40 * 2 * points.len());
+    assert_eq!(checked, 4 * 40 * 2 * points.len());
 }
 
 #[test]

@@ -45,6 +45,7 @@ fn kernel_source(flow: &RadialFlow<f64>, energy: u32) -> Result<String, String> 
         Family::CubicRational => 0,
         Family::Sinh => 1,
         Family::Cubic => 2,
+        Family::Affine => 3,
         other => {
             return Err(format!(
                 "no GPU radial kernel for family '{}' yet",

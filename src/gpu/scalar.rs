@@ -33,6 +33,7 @@ impl ScalarEval {
             Family::CubicRational => 0,
             Family::Sinh => 1,
             Family::Cubic => 2,
+            Family::Affine => 3,
             other => return Err(format!("no GPU kernel for family '{}' yet", other.name())),
         };
         if raw.len() != family.n_raw() {

@@ -8,7 +8,7 @@ const P: u32 = {P}u;          // raw parameters per layer
 const NRAW: u32 = K * P;
 const ORDER: u32 = {ORDER}u;  // Fourier order (0: direct flow)
 const NF: u32 = 2u * ORDER + 1u;
-const FAMILY: u32 = {FAMILY}u; // 0 cubic rational, 1 sinh, 2 cubic
+const FAMILY: u32 = {FAMILY}u; // 0 cubic rational, 1 sinh, 2 cubic, 3 affine
 const NPARAMS: u32 = {NPARAMS}u;
 const TARGET: u32 = {TARGET}u;  // energy for reverse KL: 1 two-moons, 2 circular GMM, 3 ring mixture
 const EPS: f32 = 1e-7;
@@ -45,6 +45,8 @@ fn layer_forward(k: u32, x: f32) -> vec2<f32> {
         return cubic_rational_forward(cubic_rational_from_raw(raw[o], raw[o + 1u], raw[o + 2u]), x);
     } else if (FAMILY == 1u) {
         return sinh_forward(sinh_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u], raw[o + 4u]), x);
+    } else if (FAMILY == 3u) {
+        return affine_forward(raw[o], raw[o + 1u], x);
     }
     return cubic_forward(cubic_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u]), x);
 }
@@ -55,6 +57,8 @@ fn layer_inverse(k: u32, y: f32) -> vec2<f32> {
         return cubic_rational_inverse(cubic_rational_from_raw(raw[o], raw[o + 1u], raw[o + 2u]), y);
     } else if (FAMILY == 1u) {
         return sinh_inverse(sinh_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u], raw[o + 4u]), y);
+    } else if (FAMILY == 3u) {
+        return affine_inverse(raw[o], raw[o + 1u], y);
     }
     return cubic_inverse(cubic_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u]), y);
 }
@@ -117,6 +121,14 @@ fn layer_partials(k: u32, x: f32, y: f32) -> vec2<f32> {
         l_raw[3] = (1.0 - th_big * th_big) * dmu;
         l_raw[4] = (1.0 - th_big * f_nu / b.s) * dnu;
         return vec2<f32>(fp, logd_x);
+    } else if (FAMILY == 3u) {
+        let th = tanh(raw[o] / 2.0);
+        let scale = exp(2.0 * th);
+        f_raw[0] = scale * x * (1.0 - th * th);
+        f_raw[1] = 1.0;
+        l_raw[0] = 1.0 - th * th;
+        l_raw[1] = 0.0;
+        return vec2<f32>(scale, 0.0);
     }
     let tha = tanh(raw[o] / 2.0);
     let thb = tanh(raw[o + 1u] / 2.0);

@@ -258,3 +258,15 @@ fn cubic_inverse(b: Cubic, y: f32) -> vec2<f32> {
     let u = cubic_g_inv(b, cubic_g(b, v) - b.beta);
     return vec2<f32>(b.c + u, log(cubic_g_prime(b, u) / cubic_g_prime(b, v)));
 }
+
+// ---- affine baseline: f(x) = e^s x + t, s = 2 tanh(raw_s / 2), raw (s, t)
+
+fn affine_forward(r0: f32, r1: f32, x: f32) -> vec2<f32> {
+    let s = 2.0 * tanh(r0 / 2.0);
+    return vec2<f32>(exp(s) * x + r1, s);
+}
+
+fn affine_inverse(r0: f32, r1: f32, y: f32) -> vec2<f32> {
+    let s = 2.0 * tanh(r0 / 2.0);
+    return vec2<f32>((y - r1) * exp(-s), s);
+}

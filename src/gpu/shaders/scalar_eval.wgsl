@@ -2,7 +2,7 @@
 // out[i] = f(x[i]) or f^-1(x[i]), with log f' at the point on the x_from_z side.
 
 struct Settings {
-    family: u32,      // 0 cubic rational, 1 sinh, 2 cubic
+    family: u32,      // 0 cubic rational, 1 sinh, 2 cubic, 3 affine
     direction: u32,   // 0 x_from_z, 1 z_from_x
     n: u32,
     pad: u32,
@@ -31,9 +31,12 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             let b = sinh_from_raw(raw[0], raw[1], raw[2], raw[3], raw[4]);
             r = select(sinh_forward(b, x), sinh_inverse(b, x), inverse);
         }
-        default: {
+        case 2u: {
             let b = cubic_from_raw(raw[0], raw[1], raw[2], raw[3]);
             r = select(cubic_forward(b, x), cubic_inverse(b, x), inverse);
+        }
+        default: {
+            r = select(affine_forward(raw[0], raw[1], x), affine_inverse(raw[0], raw[1], x), inverse);
         }
     }
     out[i] = r;
