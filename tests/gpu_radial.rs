@@ -44,7 +44,12 @@ fn cpu_loss_and_grad(flow: &RadialFlow<f64>, points: &[f64]) -> (f64, Vec<f64>) 
 fn gpu_radial_loss_and_gradients_match_the_cpu() {
     let batch = 64;
     let mut rng = Rng::seeded(4);
-    for family in [Family::CubicRational, Family::Sinh, Family::Cubic] {
+    for family in [
+        Family::CubicRational,
+        Family::Sinh,
+        Family::Cubic,
+        Family::Affine,
+    ] {
         for conditioner in [
             RadialConditioner::Direct,
             RadialConditioner::Fourier { order: 3 },

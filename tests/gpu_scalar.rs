@@ -78,8 +78,9 @@ fn wgsl_scalar_families_match_the_cpu_reference() {
 fn families_without_a_kernel_are_refused_clearly() {
     let ctx = context();
     let kernel = ScalarEval::new(&ctx);
+    let spline = Family::Spline(flowplay::bijection::SplineShape::default());
     let err = kernel
-        .run(&ctx, Family::Affine, &[0.0, 0.0], &[1.0], true)
+        .run(&ctx, spline, &[0.0; 23], &[1.0], true)
         .unwrap_err();
-    assert!(err.contains("no GPU kernel for family 'affine'"), "{err}");
+    assert!(err.contains("no GPU kernel for family 'spline'"), "{err}");
 }
