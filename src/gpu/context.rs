@@ -125,6 +125,23 @@ impl GpuContext {
         })
     }
 
+    /// Runs `pipeline` with `bind` over `workgroups` workgroups (one submission).
+    pub fn dispatch(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        bind: &wgpu::BindGroup,
+        workgroups: u32,
+    ) {
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, bind, &[]);
+            pass.dispatch_workgroups(workgroups, 1, 1);
+        }
+        self.queue.submit([encoder.finish()]);
+    }
+
     /// A uniform buffer holding `data`.
     pub fn uniform(&self, label: &str, data: &[u8]) -> wgpu::Buffer {
         self.device

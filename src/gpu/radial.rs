@@ -285,14 +285,7 @@ impl GpuRadialTrainer {
                 &self.grad,
                 &[&settings, &self.params, &input, &self.no_log_q, &log_q],
             );
-            let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
-            {
-                let mut pass = encoder.begin_compute_pass(&Default::default());
-                pass.set_pipeline(&self.grad);
-                pass.set_bind_group(0, &bind, &[]);
-                pass.dispatch_workgroups(n.div_ceil(WORKGROUP), 1, 1);
-            }
-            self.ctx.queue.submit([encoder.finish()]);
+            self.ctx.dispatch(&self.grad, &bind, n.div_ceil(WORKGROUP));
             let bytes = self.ctx.read_back(&log_q)?;
             out.extend_from_slice(bytemuck::cast_slice::<u8, f32>(&bytes));
         }
@@ -320,14 +313,7 @@ impl GpuRadialTrainer {
                 &self.push,
                 &[(0, &settings), (1, &self.params), (2, &input), (5, &pushed)],
             );
-            let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
-            {
-                let mut pass = encoder.begin_compute_pass(&Default::default());
-                pass.set_pipeline(&self.push);
-                pass.set_bind_group(0, &bind, &[]);
-                pass.dispatch_workgroups(n.div_ceil(WORKGROUP), 1, 1);
-            }
-            self.ctx.queue.submit([encoder.finish()]);
+            self.ctx.dispatch(&self.push, &bind, n.div_ceil(WORKGROUP));
             let bytes = self.ctx.read_back(&pushed)?;
             out.extend_from_slice(bytemuck::cast_slice::<u8, f32>(&bytes));
         }

@@ -52,37 +52,8 @@ impl ScalarEval {
         let raw = ctx.storage("raw", bytemuck::cast_slice(raw), false);
         let input = ctx.storage("points", bytemuck::cast_slice(points), false);
         let output = ctx.storage("out", &vec![0u8; points.len() * 8], true);
-        let layout = self.pipeline.get_bind_group_layout(0);
-        let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("scalar_eval"),
-            layout: &layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: settings.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: raw.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: input.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 3,
-                    resource: output.as_entire_binding(),
-                },
-            ],
-        });
-        let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_pipeline(&self.pipeline);
-            pass.set_bind_group(0, &bind, &[]);
-            pass.dispatch_workgroups(n.div_ceil(WORKGROUP), 1, 1);
-        }
-        ctx.queue.submit([encoder.finish()]);
+        let bind = ctx.bind(&self.pipeline, &[&settings, &raw, &input, &output]);
+        ctx.dispatch(&self.pipeline, &bind, n.div_ceil(WORKGROUP));
         let bytes = ctx.read_back(&output)?;
         let values: &[f32] = bytemuck::cast_slice(&bytes);
         Ok(values.chunks(2).map(|p| (p[0], p[1])).collect())
