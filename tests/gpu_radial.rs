@@ -44,11 +44,16 @@ fn cpu_loss_and_grad(flow: &RadialFlow<f64>, points: &[f64]) -> (f64, Vec<f64>) 
 fn gpu_radial_loss_and_gradients_match_the_cpu() {
     let batch = 64;
     let mut rng = Rng::seeded(4);
+    let spline = Family::Spline(flowplay::bijection::SplineShape {
+        bins: 6,
+        bound: 3.0,
+    });
     for family in [
         Family::CubicRational,
         Family::Sinh,
         Family::Cubic,
         Family::Affine,
+        spline,
     ] {
         for conditioner in [
             RadialConditioner::Direct,

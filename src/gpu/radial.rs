@@ -46,12 +46,17 @@ fn kernel_source(flow: &RadialFlow<f64>, energy: u32) -> Result<String, String> 
         Family::Sinh => 1,
         Family::Cubic => 2,
         Family::Affine => 3,
+        Family::Spline(shape) if shape.bins <= 16 => 4,
         other => {
             return Err(format!(
                 "no GPU radial kernel for family '{}' yet",
                 other.name()
             ));
         }
+    };
+    let spline = match family {
+        Family::Spline(shape) => shape,
+        _ => crate::bijection::SplineShape::default(),
     };
     let order = match spec.conditioner {
         RadialConditioner::Direct => 0,
@@ -67,7 +72,10 @@ fn kernel_source(flow: &RadialFlow<f64>, energy: u32) -> Result<String, String> 
         .replace("{ORDER}", &order.to_string())
         .replace("{FAMILY}", &family_id.to_string())
         .replace("{NPARAMS}", &spec.n_params().to_string())
-        .replace("{TARGET}", &energy.to_string()))
+        .replace("{TARGET}", &energy.to_string())
+        .replace("{PF}", &family.n_raw().max(5).to_string())
+        .replace("{SPLINE_BINS}", &spline.bins.to_string())
+        .replace("{SPLINE_BOUND}", &format!("{:?}", spline.bound as f32)))
 }
 
 /// A radial flow's training state on the GPU.

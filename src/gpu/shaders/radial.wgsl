@@ -8,7 +8,9 @@ const P: u32 = {P}u;          // raw parameters per layer
 const NRAW: u32 = K * P;
 const ORDER: u32 = {ORDER}u;  // Fourier order (0: direct flow)
 const NF: u32 = 2u * ORDER + 1u;
-const FAMILY: u32 = {FAMILY}u; // 0 cubic rational, 1 sinh, 2 cubic, 3 affine
+const FAMILY: u32 = {FAMILY}u; // 0 cubic rational, 1 sinh, 2 cubic, 3 affine, 4 spline
+const SB: u32 = {SPLINE_BINS}u;  // spline bins (FAMILY 4)
+const SBOUND: f32 = {SPLINE_BOUND};
 const NPARAMS: u32 = {NPARAMS}u;
 const TARGET: u32 = {TARGET}u;  // energy for reverse KL: 1 two-moons, 2 circular GMM, 3 ring mixture
 const EPS: f32 = 1e-7;
@@ -33,9 +35,197 @@ var<private> raw: array<f32, NRAW>;
 var<private> raw_bar: array<f32, NRAW>;
 var<private> trace: array<f32, K>;
 var<private> trace0: array<f32, K>;
-var<private> f_raw: array<f32, 5>;
-var<private> l_raw: array<f32, 5>;
+// sized for every family's branch (naga rejects constant indices out of range)
+var<private> f_raw: array<f32, {PF}>;
+var<private> l_raw: array<f32, {PF}>;
 var<private> phi: array<f32, 33>;
+
+// ---- the rational-quadratic spline (src/bijection/spline.rs): K bins on
+// [-B, B], raw (heights K, slopes K - 1, widths K), identity outside
+
+var<private> kxs: array<f32, 17>;
+var<private> kys: array<f32, 17>;
+var<private> kds: array<f32, 17>;
+var<private> kdd: array<f32, 17>;
+var<private> kpw: array<f32, 16>;
+var<private> kph: array<f32, 16>;
+// derivatives of one bin evaluation with respect to (x_i, W_i, y_i, H_i, d_i, d_i+1)
+var<private> loc_f: array<f32, 6>;
+var<private> loc_l: array<f32, 6>;
+
+// The knots of the layer whose raw values start at o.
+fn spline_knots(o: u32) {
+    let wo = o + 2u * SB - 1u;
+    var mw = raw[wo];
+    var mh = raw[o];
+    for (var j = 1u; j < SB; j++) {
+        mw = max(mw, raw[wo + j]);
+        mh = max(mh, raw[o + j]);
+    }
+    var sw = 0.0;
+    var sh = 0.0;
+    for (var j = 0u; j < SB; j++) {
+        kpw[j] = exp(raw[wo + j] - mw);
+        kph[j] = exp(raw[o + j] - mh);
+        sw += kpw[j];
+        sh += kph[j];
+    }
+    let scale = 1.0 - 1e-3 * f32(SB);
+    var aw = 0.0;
+    var ah = 0.0;
+    kxs[0] = -SBOUND;
+    kys[0] = -SBOUND;
+    for (var j = 0u; j < SB; j++) {
+        kpw[j] = kpw[j] / sw;
+        kph[j] = kph[j] / sh;
+        aw += 1e-3 + scale * kpw[j];
+        ah += 1e-3 + scale * kph[j];
+        kxs[j + 1u] = -SBOUND + 2.0 * SBOUND * aw;
+        kys[j + 1u] = -SBOUND + 2.0 * SBOUND * ah;
+    }
+    kxs[SB] = SBOUND;
+    kys[SB] = SBOUND;
+    let sc = LN_2 / (1.0 - 1e-3);
+    kds[0] = 1.0;
+    kds[SB] = 1.0;
+    for (var i = 1u; i < SB; i++) {
+        let r = raw[o + SB + i - 1u];
+        kds[i] = 1e-3 + softplus(sc * r) / sc;
+        kdd[i] = sigmoid(sc * r);
+    }
+}
+
+fn spline_inside(v: f32) -> bool {
+    return v > -SBOUND && v < SBOUND;
+}
+
+fn spline_bin_x(v: f32) -> u32 {
+    var i = 0u;
+    while (i + 1u < SB && v >= kxs[i + 1u]) {
+        i++;
+    }
+    return i;
+}
+
+fn spline_bin_y(v: f32) -> u32 {
+    var i = 0u;
+    while (i + 1u < SB && v >= kys[i + 1u]) {
+        i++;
+    }
+    return i;
+}
+
+// (f, log f', f', d log f'/dx) in bin i; with grad, the local derivatives too.
+fn spline_eval(i: u32, x: f32, with_grad: bool) -> vec4<f32> {
+    let w = kxs[i + 1u] - kxs[i];
+    let h = kys[i + 1u] - kys[i];
+    let s = h / w;
+    let d0 = kds[i];
+    let d1 = kds[i + 1u];
+    let xi = (x - kxs[i]) / w;
+    let e = xi * (1.0 - xi);
+    let num = h * (s * xi * xi + d0 * e);
+    let den = s + (d0 + d1 - 2.0 * s) * e;
+    let r = num / den;
+    let one_m = 1.0 - xi;
+    let n2 = d1 * xi * xi + 2.0 * s * e + d0 * one_m * one_m;
+    let fp = s * s * n2 / (den * den);
+    let num_xi = h * (2.0 * s * xi + d0 * (1.0 - 2.0 * xi));
+    let den_xi = (d0 + d1 - 2.0 * s) * (1.0 - 2.0 * xi);
+    let n2_xi = 2.0 * d1 * xi + 2.0 * s * (1.0 - 2.0 * xi) - 2.0 * d0 * one_m;
+    let r_xi = (num_xi - r * den_xi) / den;
+    let l_xi = n2_xi / n2 - 2.0 * den_xi / den;
+    if (with_grad) {
+        let r_s = (h * xi * xi - r * (1.0 - 2.0 * e)) / den;
+        let r_h = (s * xi * xi + d0 * e) / den;
+        let l_s = 2.0 / s + 2.0 * e / n2 - 2.0 * (1.0 - 2.0 * e) / den;
+        loc_f = array<f32, 6>(-r_xi / w, -r_xi * xi / w - r_s * s / w, 1.0, r_h + r_s / w, (h * e - r * e) / den, -r * e / den);
+        loc_l = array<f32, 6>(
+            -l_xi / w,
+            -l_xi * xi / w - l_s * s / w,
+            0.0,
+            l_s / w,
+            one_m * one_m / n2 - 2.0 * e / den,
+            xi * xi / n2 - 2.0 * e / den
+        );
+    }
+    return vec4<f32>(kys[i] + r, log(fp), r_xi / w, l_xi / w);
+}
+
+fn spline_forward(x: f32) -> vec2<f32> {
+    if (!spline_inside(x)) {
+        return vec2<f32>(x, 0.0);
+    }
+    let e = spline_eval(spline_bin_x(x), x, false);
+    return e.xy;
+}
+
+fn spline_inverse(y: f32) -> vec2<f32> {
+    if (!spline_inside(y)) {
+        return vec2<f32>(y, 0.0);
+    }
+    let i = spline_bin_y(y);
+    let w = kxs[i + 1u] - kxs[i];
+    let h = kys[i + 1u] - kys[i];
+    let s = h / w;
+    let d0 = kds[i];
+    let d1 = kds[i + 1u];
+    let dy = y - kys[i];
+    let sum = d0 + d1 - 2.0 * s;
+    let qa = h * (s - d0) + dy * sum;
+    let qb = h * d0 - dy * sum;
+    let qc = -s * dy;
+    let disc = max(qb * qb - 4.0 * qa * qc, 0.0);
+    let xi = clamp(2.0 * qc / (-qb - sqrt(disc)), 0.0, 1.0);
+    let x = kxs[i] + xi * w;
+    return vec2<f32>(x, spline_eval(i, x, false).y);
+}
+
+// Partials of the spline layer at raw offset o (knots already computed).
+fn spline_partials(o: u32, x: f32) -> vec2<f32> {
+    for (var j = 0u; j < P; j++) {
+        f_raw[j] = 0.0;
+        l_raw[j] = 0.0;
+    }
+    if (!spline_inside(x)) {
+        return vec2<f32>(1.0, 0.0);
+    }
+    let i = spline_bin_x(x);
+    let e = spline_eval(i, x, true);
+    let two_b = 2.0 * SBOUND;
+    let scale = 1.0 - 1e-3 * f32(SB);
+    // positions depend on the widths (heights) before bin i, lengths on bin i
+    var mean_fw = 0.0;
+    var mean_lw = 0.0;
+    var mean_fh = 0.0;
+    var mean_lh = 0.0;
+    for (var j = 0u; j < SB; j++) {
+        let before = select(0.0, 1.0, j < i);
+        let at = select(0.0, 1.0, j == i);
+        mean_fw += (before * loc_f[0] + at * loc_f[1]) * two_b * kpw[j];
+        mean_lw += (before * loc_l[0] + at * loc_l[1]) * two_b * kpw[j];
+        mean_fh += (before * loc_f[2] + at * loc_f[3]) * two_b * kph[j];
+        mean_lh += (before * loc_l[2] + at * loc_l[3]) * two_b * kph[j];
+    }
+    let wo = 2u * SB - 1u;
+    for (var j = 0u; j < SB; j++) {
+        let before = select(0.0, 1.0, j < i);
+        let at = select(0.0, 1.0, j == i);
+        f_raw[wo + j] = scale * kpw[j] * ((before * loc_f[0] + at * loc_f[1]) * two_b - mean_fw);
+        l_raw[wo + j] = scale * kpw[j] * ((before * loc_l[0] + at * loc_l[1]) * two_b - mean_lw);
+        f_raw[j] = scale * kph[j] * ((before * loc_f[2] + at * loc_f[3]) * two_b - mean_fh);
+        l_raw[j] = scale * kph[j] * ((before * loc_l[2] + at * loc_l[3]) * two_b - mean_lh);
+    }
+    if (i >= 1u) {
+        f_raw[SB + i - 1u] = loc_f[4] * kdd[i];
+        l_raw[SB + i - 1u] = loc_l[4] * kdd[i];
+    }
+    if (i + 1u < SB) {
+        f_raw[SB + i] = loc_f[5] * kdd[i + 1u];
+        l_raw[SB + i] = loc_l[5] * kdd[i + 1u];
+    }
+    return e.zw;
+}
 
 // ---- one layer of the stack, from the thread's raw parameters
 
@@ -47,6 +237,9 @@ fn layer_forward(k: u32, x: f32) -> vec2<f32> {
         return sinh_forward(sinh_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u], raw[o + 4u]), x);
     } else if (FAMILY == 3u) {
         return affine_forward(raw[o], raw[o + 1u], x);
+    } else if (FAMILY == 4u) {
+        spline_knots(o);
+        return spline_forward(x);
     }
     return cubic_forward(cubic_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u]), x);
 }
@@ -59,6 +252,9 @@ fn layer_inverse(k: u32, y: f32) -> vec2<f32> {
         return sinh_inverse(sinh_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u], raw[o + 4u]), y);
     } else if (FAMILY == 3u) {
         return affine_inverse(raw[o], raw[o + 1u], y);
+    } else if (FAMILY == 4u) {
+        spline_knots(o);
+        return spline_inverse(y);
     }
     return cubic_inverse(cubic_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u]), y);
 }
@@ -121,6 +317,9 @@ fn layer_partials(k: u32, x: f32, y: f32) -> vec2<f32> {
         l_raw[3] = (1.0 - th_big * th_big) * dmu;
         l_raw[4] = (1.0 - th_big * f_nu / b.s) * dnu;
         return vec2<f32>(fp, logd_x);
+    } else if (FAMILY == 4u) {
+        spline_knots(o);
+        return spline_partials(o, x);
     } else if (FAMILY == 3u) {
         let th = tanh(raw[o] / 2.0);
         let scale = exp(2.0 * th);
