@@ -244,3 +244,38 @@ pub fn sech<T: Real>(a: T) -> T {
     let e = (-a.abs()).exp();
     T::c(2.0) * e / (T::one() + e * e)
 }
+
+/// Dot product with eight running sums: a plain `sum()` is one dependent chain
+/// of additions, which the compiler may not reorder into vector lanes.
+#[inline]
+pub fn dot<T: Real>(a: &[T], b: &[T]) -> T {
+    let mut acc = [T::zero(); 8];
+    let (a8, a_rest) = a.split_at(a.len() - a.len() % 8);
+    let (b8, b_rest) = b.split_at(a8.len().min(b.len()));
+    for (ca, cb) in a8.chunks_exact(8).zip(b8.chunks_exact(8)) {
+        for k in 0..8 {
+            acc[k] += ca[k] * cb[k];
+        }
+    }
+    let mut total =
+        ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (&x, &y) in a_rest.iter().zip(b_rest) {
+        total += x * y;
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_matches_the_plain_sum_for_every_length() {
+        for n in 0..40 {
+            let a: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+            let b: Vec<f64> = (0..n).map(|i| (i as f64 * 1.1).cos()).collect();
+            let plain: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert!((dot(&a, &b) - plain).abs() < 1e-12, "n = {n}");
+        }
+    }
+}

@@ -339,7 +339,7 @@ impl<T: Real> RadialFlow<T> {
                         }
                         if f < 2 * order {
                             let w_row = &body[f * p..(f + 1) * p];
-                            let dot: T = w_row.iter().zip(raw_bar).map(|(&w, &rb)| w * rb).sum();
+                            let dot = crate::real::dot(w_row, raw_bar);
                             t_bar += dot * dphi[f];
                         }
                     }
