@@ -405,6 +405,37 @@ fn condition(u: vec2<f32>) {
     }
 }
 
+// S (p - c) of this thread's point
+var<private> w: array<f32, D>;
+
+// The first phase of every direction: w = S (p - c) for point i, its norm r and
+// direction u (2D), and the stack's raw parameters for that direction.
+// Returns (r, u).
+fn geometry(i: u32) -> vec3<f32> {
+    var r2 = EPS * EPS;
+    for (var j = 0u; j < D; j++) {
+        w[j] = exp(params[D + j]) * (points[i * D + j] - params[j]);
+        r2 += w[j] * w[j];
+    }
+    let r = sqrt(r2);
+    var u = vec2<f32>(0.0, 0.0);
+    if (D == 2u) {
+        u = vec2<f32>(w[0] / r, w[min(1u, D - 1u)] / r);
+    }
+    condition(u);
+    return vec3<f32>(r, u);
+}
+
+// f(0) through the stack (f~(r) = f(r) - f(0)), recording each layer's input.
+fn offset_chain() -> f32 {
+    var v = 0.0;
+    for (var k = 0u; k < K; k++) {
+        trace0[k] = v;
+        v = layer_forward(k, v).x;
+    }
+    return v;
+}
+
 // The last phase of both backward passes: the stack's raw adjoints into the
 // body's gradient, the direction's adjoint into w_bar, then w = S (p - c) into
 // the centre and log-scale gradients (src/flow/radial.rs `geometry_backward`).
@@ -451,26 +482,11 @@ fn grad_main(@builtin(global_invocation_id) id: vec3<u32>) {
     if (i >= settings.n) {
         return;
     }
-    var w: array<f32, D>;
     var w_bar: array<f32, D>;
-    var r2 = EPS * EPS;
-    for (var j = 0u; j < D; j++) {
-        w[j] = exp(params[D + j]) * (points[i * D + j] - params[j]);
-        r2 += w[j] * w[j];
-    }
-    let r_in = sqrt(r2);
-    var u = vec2<f32>(0.0, 0.0);
-    if (D == 2u) {
-        u = vec2<f32>(w[0] / r_in, w[min(1u, D - 1u)] / r_in);
-    }
-    condition(u);
-    // f(0) and its trace
-    var v = 0.0;
-    for (var k = 0u; k < K; k++) {
-        trace0[k] = v;
-        v = layer_forward(k, v).x;
-    }
-    let f0 = v;
+    let g = geometry(i);
+    let r_in = g.x;
+    let u = g.yz;
+    let f0 = offset_chain();
     // r = f^-1(r_in + f(0))
     let top = r_in + f0;
     var y = top;
@@ -548,23 +564,11 @@ fn push_main(@builtin(global_invocation_id) id: vec3<u32>) {
     if (i >= settings.n) {
         return;
     }
-    var w: array<f32, D>;
-    var r2 = EPS * EPS;
-    for (var j = 0u; j < D; j++) {
-        w[j] = exp(params[D + j]) * (points[i * D + j] - params[j]);
-        r2 += w[j] * w[j];
-    }
-    let r = sqrt(r2);
-    var u = vec2<f32>(0.0, 0.0);
-    if (D == 2u) {
-        u = vec2<f32>(w[0] / r, w[min(1u, D - 1u)] / r);
-    }
-    condition(u);
-    var v0 = 0.0;
+    let r = geometry(i).x;
+    let v0 = offset_chain();
     var v = r;
     var logd = 0.0;
     for (var k = 0u; k < K; k++) {
-        v0 = layer_forward(k, v0).x;
         let y = layer_forward(k, v);
         v = y.x;
         logd += y.y;
@@ -633,28 +637,15 @@ fn grad_reverse_main(@builtin(global_invocation_id) id: vec3<u32>) {
     if (i >= settings.n) {
         return;
     }
-    var w: array<f32, D>;
     var w_bar: array<f32, D>;
-    var r2 = EPS * EPS;
     var zsq = 0.0;
     for (var j = 0u; j < D; j++) {
-        let zj = points[i * D + j];
-        zsq += zj * zj;
-        w[j] = exp(params[D + j]) * (zj - params[j]);
-        r2 += w[j] * w[j];
+        zsq += points[i * D + j] * points[i * D + j];
     }
-    let r = sqrt(r2);
-    var u = vec2<f32>(0.0, 0.0);
-    if (D == 2u) {
-        u = vec2<f32>(w[0] / r, w[min(1u, D - 1u)] / r);
-    }
-    condition(u);
-    var v0 = 0.0;
-    for (var k = 0u; k < K; k++) {
-        trace0[k] = v0;
-        v0 = layer_forward(k, v0).x;
-    }
-    let f0 = v0;
+    let g = geometry(i);
+    let r = g.x;
+    let u = g.yz;
+    let f0 = offset_chain();
     var v = r;
     var logd = 0.0;
     for (var k = 0u; k < K; k++) {
