@@ -99,17 +99,10 @@ fn spline_inside(v: f32) -> bool {
     return v > -SBOUND && v < SBOUND;
 }
 
-fn spline_bin_x(v: f32) -> u32 {
+// The bin holding v among the x knots (or the y knots, for the inverse).
+fn spline_bin(v: f32, among_y: bool) -> u32 {
     var i = 0u;
-    while (i + 1u < SB && v >= kxs[i + 1u]) {
-        i++;
-    }
-    return i;
-}
-
-fn spline_bin_y(v: f32) -> u32 {
-    var i = 0u;
-    while (i + 1u < SB && v >= kys[i + 1u]) {
+    while (i + 1u < SB && v >= select(kxs[i + 1u], kys[i + 1u], among_y)) {
         i++;
     }
     return i;
@@ -156,7 +149,7 @@ fn spline_forward(x: f32) -> vec2<f32> {
     if (!spline_inside(x)) {
         return vec2<f32>(x, 0.0);
     }
-    let e = spline_eval(spline_bin_x(x), x, false);
+    let e = spline_eval(spline_bin(x, false), x, false);
     return e.xy;
 }
 
@@ -164,7 +157,7 @@ fn spline_inverse(y: f32) -> vec2<f32> {
     if (!spline_inside(y)) {
         return vec2<f32>(y, 0.0);
     }
-    let i = spline_bin_y(y);
+    let i = spline_bin(y, true);
     let w = kxs[i + 1u] - kxs[i];
     let h = kys[i + 1u] - kys[i];
     let s = h / w;
@@ -190,7 +183,7 @@ fn spline_partials(o: u32, x: f32) -> vec2<f32> {
     if (!spline_inside(x)) {
         return vec2<f32>(1.0, 0.0);
     }
-    let i = spline_bin_x(x);
+    let i = spline_bin(x, false);
     let e = spline_eval(i, x, true);
     let two_b = 2.0 * SBOUND;
     let scale = 1.0 - 1e-3 * f32(SB);
