@@ -340,7 +340,15 @@ fn batches_agree_with_single_points() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 6, .. ProptestConfig::default() })]
+    // A fixed seed keeps CI deterministic; set PROPTEST_RNG_SEED to explore others
+    // (failures are recorded in tests/bijection_table.proptest-regressions).
+    #![proptest_config(ProptestConfig {
+        cases: 6,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(
+            std::env::var("PROPTEST_RNG_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(20261202),
+        ),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn every_flow_round_trips_and_has_exact_log_det_and_gradients(seed in any::<u64>()) {
