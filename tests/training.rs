@@ -5,7 +5,7 @@ use flowplay::flow::{FlowConfig, FlowKind};
 use flowplay::rng::Rng;
 use flowplay::target::Target;
 use flowplay::train::run::{Precision, RunConfig, report, train};
-use flowplay::train::{CpuTrainer, Loss, TrainError, TrainSettings, Trainer, default_threads};
+use flowplay::train::{CpuTrainer, Loss, TrainError, TrainSettings, Trainer};
 
 /// math.md section 4: angle-dependent radial flow (64 x cubic, Fourier
 /// conditioner, centre (-0.5, -1)), spiral, Adam 1e-2, batch 512, 5000 steps,
@@ -24,7 +24,7 @@ fn spiral_reference_recipe_reaches_the_papers_nll() {
             learning_rate: 1e-2,
             seed: 0,
             loss: Loss::ForwardKl,
-            threads: default_threads(),
+            threads: 2, // fixed: the batch split sets the rounding, and the recipe is chaotic
         },
         precision: Precision::F32,
         eval_samples: 20_000,
@@ -55,7 +55,7 @@ fn reverse_kl_learns_the_1d_target() {
             learning_rate: 1e-2,
             seed: 1,
             loss: Loss::ReverseKl,
-            threads: default_threads(),
+            threads: 2, // fixed: the batch split sets the rounding, and the recipe is chaotic
         },
         precision: Precision::F32,
         eval_samples: 20_000,
