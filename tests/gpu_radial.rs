@@ -344,3 +344,92 @@ fn gpu_reverse_kl_loss_and_gradients_match_the_cpu() {
         }
     }
 }
+
+/// Near the centre, where f(r) - f(0) and r + f(0) cancel in float32, the GPU
+/// kernels agree with float64 as the CPU's float32 path does.
+#[test]
+fn gpu_radial_flows_are_accurate_near_the_centre() {
+    let ctx = context();
+    let spline = Family::Spline(flowplay::bijection::SplineShape {
+        bins: 6,
+        bound: 3.0,
+    });
+    let mut rng = Rng::seeded(21);
+    let mut gpu_ctx = Some(ctx);
+    for family in [
+        Family::CubicRational,
+        Family::Sinh,
+        Family::Cubic,
+        Family::Affine,
+        spline,
+    ] {
+        let stack = Stack::uniform(family, 1);
+        let spec = RadialSpec {
+            dim: 2,
+            stack: stack.clone(),
+            conditioner: RadialConditioner::Direct,
+        };
+        let mut flow =
+            RadialFlow::<f64>::init(spec, Some(&[0.3, -0.2]), Some(&[0.1, -0.1]), &mut rng)
+                .unwrap();
+        // shift the layer so that f(0) is far from 0
+        let raw: Vec<f64> = stack
+            .default_raw(&mut || rng.normal())
+            .into_iter()
+            .map(|v| v + 0.5 * rng.normal() + 0.7)
+            .collect();
+        flow.params_mut()[4..].copy_from_slice(&raw);
+        let model32: FlowModel<f32> = FlowModel::Radial(flow).cast();
+        let FlowModel::Radial(reference) = model32.cast::<f64>() else {
+            unreachable!()
+        };
+        let mut points32 = Vec::new();
+        for (k, scale) in [1e-6f64, 1e-5, 1e-4, 1e-3, 1e-2].into_iter().enumerate() {
+            let angle = 0.7 + k as f64;
+            points32.push((0.3 + scale * angle.cos()) as f32);
+            points32.push((-0.2 + scale * angle.sin()) as f32);
+        }
+        let points64: Vec<f64> = points32.iter().map(|&v| v as f64).collect();
+        let settings = TrainSettings {
+            batch: 5,
+            learning_rate: 1e-3,
+            seed: 0,
+            loss: Loss::ForwardKl,
+            threads: 1,
+        };
+        let ctx = gpu_ctx.take().unwrap_or_else(context);
+        let gpu = GpuRadialTrainer::new(
+            ctx,
+            FlowModel::Radial(reference.clone()),
+            Target::Moons,
+            settings,
+        )
+        .unwrap();
+        let lq = gpu.log_q(&points32).unwrap();
+        let lq_ref = flowplay::train::metrics::log_q(&reference, &points64);
+        let pushed = gpu.x_from_z(&points32).unwrap();
+        let mut x_ref = vec![0.0; 10];
+        let mut ld_ref = vec![0.0; 5];
+        reference.x_from_z(&points64, &mut x_ref, &mut ld_ref);
+        for i in 0..5 {
+            assert!(
+                (lq[i] as f64 - lq_ref[i]).abs() <= 1e-3 * (1.0 + lq_ref[i].abs()),
+                "{family:?} point {i}: log q {} vs {}",
+                lq[i],
+                lq_ref[i]
+            );
+            assert!(
+                (pushed[3 * i + 2] as f64 - ld_ref[i]).abs() <= 1e-3 * (1.0 + ld_ref[i].abs()),
+                "{family:?} point {i}: log det {} vs {}",
+                pushed[3 * i + 2],
+                ld_ref[i]
+            );
+            for j in 0..2 {
+                assert!(
+                    (pushed[3 * i + j] as f64 - x_ref[2 * i + j]).abs()
+                        <= 1e-4 * (1.0 + x_ref[2 * i + j].abs())
+                );
+            }
+        }
+    }
+}

@@ -252,6 +252,80 @@ fn layer_inverse(k: u32, y: f32) -> vec2<f32> {
     return cubic_inverse(cubic_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u]), y);
 }
 
+// f(x0 + d) - y0 with y0 = f(x0), without the cancellation of the plain
+// difference when d is small against x0 (src/bijection/*.rs `diff`).
+fn layer_diff(k: u32, x0: f32, y0: f32, d: f32) -> f32 {
+    let o = k * P;
+    if (FAMILY == 0u) {
+        let b = cubic_rational_from_raw(raw[o], raw[o + 1u], raw[o + 2u]);
+        let u = x0 - b.c;
+        let w2 = u + d;
+        return d + b.alpha * d * (1.0 - b.beta * u * w2) / ((1.0 + b.beta * w2 * w2) * (1.0 + b.beta * u * u));
+    } else if (FAMILY == 1u) {
+        let b = sinh_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u], raw[o + 4u]);
+        let a1 = (x0 - b.c) / b.s;
+        let da = d / b.s;
+        let a2 = a1 + da;
+        let z1 = exp(b.mu) * (exp(b.nu) * sinh_f(a1) + b.beta);
+        let z2 = exp(b.mu) * (exp(b.nu) * sinh_f(a2) + b.beta);
+        if (abs(a1) < 20.0 && abs(a2) < 20.0 && abs(z1) < 1e15 && abs(z2) < 1e15) {
+            let dz = exp(b.mu + b.nu) * 2.0 * cosh(a1 + 0.5 * da) * sinh_f(0.5 * da);
+            let r1 = sqrt(1.0 + z1 * z1);
+            let r2 = sqrt(1.0 + z2 * z2);
+            var p = z2 * r1 - z1 * r2;
+            if (z1 * z2 > 0.0) {
+                p = dz * (z1 + z2) / (z2 * r1 + z1 * r2);
+            }
+            return b.s * asinh_robust(p);
+        }
+    } else if (FAMILY == 2u) {
+        let b = cubic_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u]);
+        let u = x0 - b.c;
+        let v1 = y0 - b.c;
+        let v2 = cubic_g_inv(b, cubic_g(b, u + d) + b.beta);
+        let dw = d * (b.a + b.b * (3.0 * u * u + 3.0 * u * d + d * d));
+        return dw / (b.a + b.b * (v1 * v1 + v1 * v2 + v2 * v2));
+    } else if (FAMILY == 3u) {
+        return exp(2.0 * tanh(raw[o] / 2.0)) * d;
+    } else if (FAMILY == 4u) {
+        spline_knots(o);
+        let x1 = x0 + d;
+        if (!spline_inside(x0) && !spline_inside(x1)) {
+            return d;
+        }
+        let i = spline_bin(x0, false);
+        if (spline_inside(x0) && spline_inside(x1) && i == spline_bin(x1, false)) {
+            let w = kxs[i + 1u] - kxs[i];
+            let h = kys[i + 1u] - kys[i];
+            let s = h / w;
+            let d0 = kds[i];
+            let sigma = d0 + kds[i + 1u] - 2.0 * s;
+            let xi1 = (x0 - kxs[i]) / w;
+            let xi2 = (x1 - kxs[i]) / w;
+            let den1 = s + sigma * xi1 * (1.0 - xi1);
+            let den2 = s + sigma * xi2 * (1.0 - xi2);
+            return h * s * (d / w) * ((s - d0) * (xi1 + xi2) + d0 + sigma * xi1 * xi2) / (den1 * den2);
+        }
+    }
+    return layer_forward(k, x0 + d).x - y0;
+}
+
+// f^-1(y0 + e) - x0 with y0 = f(x0): the plain inverse, then Newton steps on
+// layer_diff to recover what the sum y0 + e lost.
+fn layer_inv_diff(k: u32, x0: f32, y0: f32, e: f32) -> f32 {
+    var delta = layer_inverse(k, y0 + e).x - x0;
+    for (var it = 0; it < 2; it++) {
+        let residual = layer_diff(k, x0, y0, delta) - e;
+        delta -= residual / exp(layer_forward(k, x0 + delta).y);
+    }
+    return delta;
+}
+
+// Whether value + small loses more than eight bits of small (src/flow/radial.rs).
+fn needs_differences(value: f32, small: f32) -> bool {
+    return abs(value) > 256.0 * abs(small);
+}
+
 // Partials at x with y = f(x): returns (f', d log f'/dx); raw derivatives of
 // f and log f' go to f_raw and l_raw (as src/bijection/*.rs `partials`).
 fn layer_partials(k: u32, x: f32, y: f32) -> vec2<f32> {
@@ -429,6 +503,19 @@ fn offset_chain() -> f32 {
     return v;
 }
 
+// f(r) - f(0) as differences along the chain at 0 (trace0 must hold it).
+fn offset_difference(r: f32, f0: f32) -> f32 {
+    var d = r;
+    for (var k = 0u; k < K; k++) {
+        var y0 = f0;
+        if (k + 1u < K) {
+            y0 = trace0[k + 1u];
+        }
+        d = layer_diff(k, trace0[k], y0, d);
+    }
+    return d;
+}
+
 // The last phase of both backward passes: the stack's raw adjoints into the
 // body's gradient, the direction's adjoint into w_bar, then w = S (p - c) into
 // the centre and log-scale gradients (src/flow/radial.rs `geometry_backward`).
@@ -491,7 +578,22 @@ fn grad_main(@builtin(global_invocation_id) id: vec3<u32>) {
         logd += zl.y;
         y = zl.x;
     }
-    let r = y;
+    var r = y;
+    if (needs_differences(f0, r_in)) {
+        // near the centre r_in + f(0) dropped r_in's low bits: redo the chain as
+        // differences from the chain at 0
+        var e = r_in;
+        for (var kk = 0u; kk < K; kk++) {
+            let k = K - 1u - kk;
+            var y0 = f0;
+            if (k + 1u < K) {
+                y0 = trace0[k + 1u];
+            }
+            e = layer_inv_diff(k, trace0[k], y0, e);
+            trace[k] = trace0[k] + e;
+        }
+        r = e;
+    }
     let ratio = r / r_in;
     let dm1 = f32(D - 1u);
     let ld = -logd + dm1 * log(ratio);
@@ -566,7 +668,11 @@ fn push_main(@builtin(global_invocation_id) id: vec3<u32>) {
         v = y.x;
         logd += y.y;
     }
-    let ratio = (v - v0) / r;
+    var r_out = v - v0;
+    if (needs_differences(v0, r_out)) {
+        r_out = offset_difference(r, v0);
+    }
+    let ratio = r_out / r;
     let base = i * (D + 1u);
     for (var j = 0u; j < D; j++) {
         pushed[base + j] = params[j] + exp(-params[D + j]) * ratio * w[j];
@@ -648,7 +754,10 @@ fn grad_reverse_main(@builtin(global_invocation_id) id: vec3<u32>) {
         logd += y.y;
     }
     let f_r = v;
-    let r_out = f_r - f0;
+    var r_out = f_r - f0;
+    if (needs_differences(f0, r_out)) {
+        r_out = offset_difference(r, f0);
+    }
     let ratio = r_out / r;
     let dm1 = f32(D - 1u);
     let ld = logd + dm1 * log(ratio);
