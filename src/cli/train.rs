@@ -26,7 +26,7 @@ flowplay train [options]
   --steps N (5000) --batch B (512) --lr LR (1e-2) --seed S (0)
   --loss forward-kl|reverse-kl       default: forward for sample targets, reverse for energies
   --backend cpu|gpu    the CPU trainer (default), or WGSL kernels through wgpu
-                       (so far: radial flows with the analytic families)
+                       (so far: radial flows, every family)
   --precision f32|f64  CPU arithmetic (default f32, as the GPU)
   --threads N          CPU threads (default: all cores)
   --eval-samples N     fresh samples for held-out metrics (default 20000)
