@@ -138,6 +138,9 @@ struct Work<T> {
     bar: [T; LANES],
     f0_bar: [T; LANES],
     zeros: [T; LANES],
+    /// the chain at 0 of a direct flow (the same for every sample)
+    shared_f0: T,
+    shared_trace0: Vec<T>,
 }
 
 impl<T: Real> RadialFlow<T> {
@@ -212,6 +215,12 @@ impl<T: Real> RadialFlow<T> {
             self.spec.stack.build(self.body(), &mut shared);
         }
         let z = T::zero();
+        let mut shared_trace0 = vec![z; k];
+        let shared_f0 = if self.spec.conditioner == RadialConditioner::Direct {
+            Stack::x_from_z_value_trace(&shared, T::zero(), &mut shared_trace0)
+        } else {
+            z
+        };
         Work {
             lanes: 0,
             w: vec![z; LANES * d],
@@ -234,6 +243,8 @@ impl<T: Real> RadialFlow<T> {
             bar: [z; LANES],
             f0_bar: [z; LANES],
             zeros: [z; LANES],
+            shared_f0,
+            shared_trace0,
         }
     }
 
@@ -290,10 +301,40 @@ impl<T: Real> RadialFlow<T> {
     fn offsets(&self, work: &mut Work<T>) {
         let n = work.lanes;
         let k = self.spec.stack.len();
+        if self.spec.conditioner == RadialConditioner::Direct {
+            // one stack for every direction: the chain at 0 is the same for all
+            for lane in 0..n {
+                work.f0[lane] = work.shared_f0;
+                work.trace0[lane * k..(lane + 1) * k].copy_from_slice(&work.shared_trace0);
+            }
+            return;
+        }
         Stack::x_from_z_value_lanes(
             &work.built[..n],
             &mut work.f0[..n],
             &mut work.trace0[..n * k],
+        );
+    }
+
+    /// Backward through the f(0) chains, given each lane's adjoint of f(0). With
+    /// one stack for every direction the adjoints add up and one pass serves all
+    /// lanes (its raw adjoints land in lane 0's slot, which sums like any other).
+    fn offsets_backward(&self, work: &mut Work<T>, mut f0_bar: [T; LANES]) {
+        let n = work.lanes;
+        let k = self.spec.stack.len();
+        let lanes = if self.spec.conditioner == RadialConditioner::Direct {
+            f0_bar[0] = f0_bar[..n].iter().copied().sum();
+            1
+        } else {
+            n
+        };
+        self.spec.stack.x_from_z_backward_lanes(
+            &work.built[..lanes],
+            &work.trace0[..lanes * k],
+            &work.f0[..lanes],
+            &mut f0_bar[..lanes],
+            &work.zeros[..lanes],
+            &mut work.raw_bar,
         );
     }
 
@@ -457,15 +498,7 @@ impl<T: Real> RadialFlow<T> {
             &work.ld_bar[..n],
             &mut work.raw_bar,
         );
-        let mut chain_bar = work.bar;
-        self.spec.stack.x_from_z_backward_lanes(
-            &work.built[..n],
-            &work.trace0[..n * k],
-            &work.f0[..n],
-            &mut chain_bar[..n],
-            &work.zeros[..n],
-            &mut work.raw_bar,
-        );
+        self.offsets_backward(work, work.bar);
         for lane in 0..n {
             let r_in_bar = work.f0_bar[lane] + work.bar[lane];
             for j in 0..d {
@@ -542,14 +575,7 @@ impl<T: Real> RadialFlow<T> {
             &work.ld_bar[..n],
             &mut work.raw_bar,
         );
-        self.spec.stack.x_from_z_backward_lanes(
-            &work.built[..n],
-            &work.trace0[..n * k],
-            &work.f0[..n],
-            &mut work.f0_bar[..n],
-            &work.zeros[..n],
-            &mut work.raw_bar,
-        );
+        self.offsets_backward(work, work.f0_bar);
         for lane in 0..n {
             let r_bar = work.chain_in[lane] + work.bar[lane];
             for j in 0..d {
