@@ -24,8 +24,9 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "cargo clippy (warnings denied)"
+step "cargo clippy (warnings denied), with and without the GPU feature"
 cargo clippy --all-targets --locked -- -D warnings
+cargo clippy --all-targets --no-default-features --locked -- -D warnings
 
 step "the mathematics builds for wasm32-unknown-unknown (no GPU feature)"
 cargo check --lib --target wasm32-unknown-unknown --no-default-features --locked
