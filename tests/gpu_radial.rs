@@ -433,3 +433,27 @@ fn gpu_radial_flows_are_accurate_near_the_centre() {
         }
     }
 }
+
+/// A batch whose per-sample gradients exceed the device's buffers is refused
+/// with a clear message (not a wgpu validation panic).
+#[test]
+fn oversized_batches_are_refused_clearly() {
+    let mut rng = Rng::seeded(0);
+    let spec = RadialSpec {
+        dim: 2,
+        stack: Stack::uniform(Family::Cubic, 64),
+        conditioner: RadialConditioner::Fourier { order: 3 },
+    };
+    let flow = RadialFlow::<f64>::init(spec, None, None, &mut rng).unwrap();
+    let settings = TrainSettings {
+        batch: 1 << 20,
+        learning_rate: 1e-3,
+        seed: 0,
+        loss: Loss::ForwardKl,
+        threads: 1,
+    };
+    let err = GpuRadialTrainer::new(context(), FlowModel::Radial(flow), Target::Spiral, settings)
+        .err()
+        .unwrap_or_default();
+    assert!(err.contains("use a smaller batch"), "{err}");
+}

@@ -1,5 +1,6 @@
 //! A wgpu device for compute work, and the small helpers kernels share.
 
+use std::sync::{Arc, Mutex};
 use wgpu::util::DeviceExt;
 
 /// An adapter, its device and queue.
@@ -8,6 +9,9 @@ pub struct GpuContext {
     pub backend: String,
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
+    /// The first error the device reported (validation, out of memory, lost
+    /// device), instead of wgpu's default of panicking.
+    error: Arc<Mutex<Option<String>>>,
 }
 
 impl GpuContext {
@@ -37,12 +41,25 @@ impl GpuContext {
             })
             .await
             .map_err(|e| format!("the GPU adapter '{}' refused a device: {e}", info.name))?;
+        let error: Arc<Mutex<Option<String>>> = Arc::default();
+        let slot = Arc::clone(&error);
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            if let Ok(mut first) = slot.lock() {
+                first.get_or_insert_with(|| e.to_string());
+            }
+        }));
         Ok(Self {
             adapter_name: info.name,
             backend: format!("{:?}", info.backend),
             device,
             queue,
+            error,
         })
+    }
+
+    /// The first error the device has reported, if any (it stays reported).
+    pub fn error(&self) -> Option<String> {
+        self.error.lock().ok().and_then(|e| e.clone())
     }
 
     /// A compute pipeline from WGSL source (the scalar library is prepended),
@@ -181,6 +198,9 @@ impl GpuContext {
             .recv()
             .map_err(|_| "the GPU read-back was dropped".to_string())?
             .map_err(|e| format!("mapping the GPU buffer failed: {e}"))?;
+        if let Some(e) = self.error() {
+            return Err(format!("the GPU reported an error: {e}"));
+        }
         let bytes = slice
             .get_mapped_range()
             .map_err(|e| format!("reading the GPU buffer failed: {e:?}"))?

@@ -140,6 +140,20 @@ impl GpuRadialTrainer {
                     .into(),
             );
         }
+        // Every sample writes its own gradient row: check the device holds them.
+        let per_sample_bytes = (settings.batch as u64) * (flow.n_params() as u64 + 1) * 4;
+        let limits = ctx.device.limits();
+        let max = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        if per_sample_bytes > max {
+            return Err(format!(
+                "batch {} needs {} MB of per-sample gradients on the GPU, more than this device allows ({} MB); use a smaller batch",
+                settings.batch,
+                per_sample_bytes >> 20,
+                max >> 20
+            ));
+        }
         let source = kernel_source(&flow, energy)?;
         let reverse =
             (energy != 0).then(|| ctx.pipeline_at("radial reverse", &source, "grad_reverse_main"));
@@ -395,9 +409,7 @@ impl Trainer for GpuRadialTrainer {
         let bytes = self
             .ctx
             .read_back(&self.total)
-            .map_err(|_| TrainError::NonFinite {
-                step: self.steps + 1,
-            })?;
+            .map_err(TrainError::Backend)?;
         let total: &[f32] = bytemuck::cast_slice(&bytes);
         if total.iter().any(|v| !v.is_finite()) {
             let mut encoder = self.ctx.device.create_command_encoder(&Default::default());

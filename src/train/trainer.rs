@@ -39,6 +39,8 @@ pub enum TrainError {
     /// The loss or a gradient was NaN or infinite; the parameters were left as
     /// they were before the step.
     NonFinite { step: usize },
+    /// The backend failed (e.g. the GPU device was lost); the last good state is kept.
+    Backend(String),
 }
 
 impl std::fmt::Display for TrainError {
@@ -48,6 +50,7 @@ impl std::fmt::Display for TrainError {
                 f,
                 "training diverged at step {step}: the loss or its gradient is not finite (try a smaller learning rate); the last good parameters are kept"
             ),
+            TrainError::Backend(reason) => write!(f, "training stopped: {reason}"),
         }
     }
 }
