@@ -84,3 +84,19 @@ fn families_without_a_kernel_are_refused_clearly() {
         .unwrap_err();
     assert!(err.contains("no GPU kernel for family 'spline'"), "{err}");
 }
+
+/// A GPU error (here: WGSL that does not compile) surfaces as an error value
+/// with the reason, not a panic.
+#[test]
+fn gpu_errors_are_reported_not_panics() {
+    let ctx = context();
+    let pipeline = ctx.pipeline(
+        "broken",
+        "@compute @workgroup_size(1) fn main() { let x: f32 = undefined_name; }",
+    );
+    let out = ctx.storage("out", &[0u8; 16], true);
+    let _ = pipeline; // the pipeline is invalid; using it only adds errors
+    let err = ctx.read_back(&out).unwrap_err();
+    assert!(err.contains("the GPU reported an error"), "{err}");
+    assert!(ctx.error().is_some());
+}
