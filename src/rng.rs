@@ -19,19 +19,9 @@ impl Rng {
         }
     }
 
-    /// A new generator seeded from this one (for independent streams).
-    pub fn fork(&mut self) -> Self {
-        Self::seeded(self.inner.random::<u64>())
-    }
-
     /// Uniform on [0, 1).
     pub fn uniform(&mut self) -> f64 {
         self.inner.random::<f64>()
-    }
-
-    /// Uniform on [lo, hi).
-    pub fn uniform_in(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.uniform()
     }
 
     /// Uniform integer in 0..n.

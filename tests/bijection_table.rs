@@ -596,3 +596,44 @@ fn float32_radial_flows_are_accurate_near_the_centre() {
     }
     assert_eq!(checked, 10 * 5 * 2);
 }
+
+/// The learned radius map the app plots, r -> f(r) - f(0), is the stack's own
+/// difference along every ray (direct flow) and along the ray asked for (Fourier).
+#[test]
+fn radius_maps_are_the_stack_differences() {
+    let mut rng = Rng::seeded(3);
+    for conditioner in [
+        RadialConditioner::Direct,
+        RadialConditioner::Fourier { order: 2 },
+    ] {
+        let spec = RadialSpec {
+            dim: 2,
+            stack: Stack::uniform(Family::Cubic, 3),
+            conditioner: conditioner.clone(),
+        };
+        let mut flow =
+            RadialFlow::<f64>::init(spec, Some(&[0.2, 0.1]), Some(&[0.3, -0.2]), &mut rng).unwrap();
+        perturb(&mut flow.params_mut()[4..], &mut rng, 0.3);
+        for angle in [0.0f64, 1.0, 2.5, -2.0] {
+            let radii = [0.1, 0.5, 1.0, 2.0];
+            let map = flow.radius_map(angle, &radii);
+            // along the ray at `angle` (in the scaled frame) the flow moves the
+            // point at radius r to radius f(r) - f(0)
+            let s = flow.log_scale().to_vec();
+            for (r, m) in radii.iter().zip(&map) {
+                let z = [
+                    0.2 + r * angle.cos() * (-s[0]).exp(),
+                    0.1 + r * angle.sin() * (-s[1]).exp(),
+                ];
+                let (x, _) = apply(&flow, true, &z);
+                let w = [(x[0] - 0.2) * s[0].exp(), (x[1] - 0.1) * s[1].exp()];
+                let r_out = (w[0] * w[0] + w[1] * w[1]).sqrt();
+                assert!(
+                    (r_out - m).abs() < 1e-9 * (1.0 + m.abs()),
+                    "{conditioner:?} angle {angle}: {r_out} vs {m}"
+                );
+            }
+            assert_eq!(flow.layer_params(angle).len(), 3);
+        }
+    }
+}

@@ -150,3 +150,25 @@ fn images_become_densities_and_non_images_are_refused() {
     let black = ImageDensity::from_weights(2, 2, &[0.0; 4]).unwrap_err();
     assert!(black.contains("no bright pixels"), "{black}");
 }
+
+#[test]
+fn every_target_is_labelled_and_says_whether_its_density_is_known() {
+    let with_density = [
+        "8gaussians",
+        "rings",
+        "circles",
+        "checkerboard",
+        "spiral",
+        "annulus",
+        "poly1d",
+        "twomoons-energy",
+        "circular-gmm",
+        "ring-mixture",
+    ];
+    for name in Target::NAMES {
+        let target = Target::parse(name).unwrap();
+        assert_eq!(target.name(), name);
+        assert!(!target.source().is_empty());
+        assert_eq!(target.has_density(), with_density.contains(&name), "{name}");
+    }
+}

@@ -217,11 +217,6 @@ impl GpuRadialTrainer {
         })
     }
 
-    /// The adapter this trainer runs on.
-    pub fn adapter(&self) -> &str {
-        &self.ctx.adapter_name
-    }
-
     /// Records the loss-and-gradient passes for the uploaded batch.
     fn encode_gradient(&self, encoder: &mut wgpu::CommandEncoder) {
         let n_params = self.flow.n_params() as u32;

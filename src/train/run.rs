@@ -2,7 +2,7 @@
 //! a number of steps with progress reports, evaluate, and describe the result.
 
 use super::metrics::{held_out_nll, reverse_metrics};
-use super::{CpuTrainer, Loss, TrainError, TrainSettings, Trainer};
+use super::{CpuTrainer, TrainError, TrainSettings, Trainer};
 use crate::flow::{FlowConfig, FlowModel};
 use crate::model_file::model_to_json;
 use crate::rng::Rng;
@@ -164,9 +164,4 @@ pub fn report(config: &RunConfig, outcome: &RunOutcome) -> Value {
 
 fn finite_or_null(v: f64) -> Value {
     if v.is_finite() { json!(v) } else { Value::Null }
-}
-
-/// The loss a config trains by.
-pub fn loss_for(target: &Target) -> Loss {
-    Loss::for_target(target)
 }
