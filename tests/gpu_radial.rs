@@ -40,6 +40,37 @@ fn cpu_loss_and_grad(flow: &RadialFlow<f64>, points: &[f64]) -> (f64, Vec<f64>) 
     (loss, grad)
 }
 
+/// The flow with exactly the float32 parameters the GPU holds (the CPU reference
+/// then differs only in arithmetic).
+fn rounded_to_f32(flow: RadialFlow<f64>) -> RadialFlow<f64> {
+    match FlowModel::Radial(flow).cast::<f32>().cast::<f64>() {
+        FlowModel::Radial(f) => f,
+        _ => unreachable!("casting keeps the kind of flow"),
+    }
+}
+
+/// Loss to 1e-4 relative; every gradient entry to 1e-3 relative, with a floor of
+/// 1e-4 of the largest entry.
+fn assert_matches_cpu(
+    label: &str,
+    loss_gpu: f64,
+    grad_gpu: &[f64],
+    loss_cpu: f64,
+    grad_cpu: &[f64],
+) {
+    assert!(
+        (loss_gpu - loss_cpu).abs() <= 1e-4 * loss_cpu.abs().max(1.0),
+        "{label}: loss {loss_gpu} vs {loss_cpu}"
+    );
+    let scale = grad_cpu.iter().fold(0.0f64, |m, g| m.max(g.abs()));
+    for (k, (g, c)) in grad_gpu.iter().zip(grad_cpu).enumerate() {
+        assert!(
+            (g - c).abs() <= 1e-3 * c.abs() + 1e-4 * scale,
+            "{label}: grad[{k}] {g} vs {c} (largest {scale})"
+        );
+    }
+}
+
 #[test]
 fn gpu_radial_loss_and_gradients_match_the_cpu() {
     let batch = 64;
@@ -76,10 +107,7 @@ fn gpu_radial_loss_and_gradients_match_the_cpu() {
                 *v += spread * rng.normal();
             }
             // the CPU reference uses exactly the float32 parameters and points
-            let flow: RadialFlow<f64> = match FlowModel::Radial(flow).cast::<f32>().cast::<f64>() {
-                FlowModel::Radial(f) => f,
-                _ => unreachable!(),
-            };
+            let flow = rounded_to_f32(flow);
             let target = Target::Moons;
             let points32: Vec<f32> = target
                 .sample(batch, &mut rng)
@@ -133,17 +161,7 @@ fn gpu_radial_loss_and_gradients_match_the_cpu() {
                     "{label}: log q {g} vs {c}"
                 );
             }
-            assert!(
-                (loss_gpu - loss_cpu).abs() <= 1e-4 * loss_cpu.abs().max(1.0),
-                "{label}: loss {loss_gpu} vs {loss_cpu}"
-            );
-            let scale = grad_cpu.iter().fold(0.0f64, |m, g| m.max(g.abs()));
-            for (k, (g, c)) in grad_gpu.iter().zip(&grad_cpu).enumerate() {
-                assert!(
-                    (g - c).abs() <= 1e-3 * c.abs() + 1e-4 * scale,
-                    "{label}: grad[{k}] {g} vs {c} (largest {scale})"
-                );
-            }
+            assert_matches_cpu(&label, loss_gpu, &grad_gpu, loss_cpu, &grad_cpu);
         }
     }
 }
@@ -288,10 +306,7 @@ fn gpu_reverse_kl_loss_and_gradients_match_the_cpu() {
             for v in flow.params_mut().iter_mut().skip(4) {
                 *v += 0.1 * rng.normal();
             }
-            let flow: RadialFlow<f64> = match FlowModel::Radial(flow).cast::<f32>().cast::<f64>() {
-                FlowModel::Radial(f) => f,
-                _ => unreachable!(),
-            };
+            let flow = rounded_to_f32(flow);
             let z32: Vec<f32> = (0..batch * 2).map(|_| rng.normal() as f32).collect();
             let z64: Vec<f64> = z32.iter().map(|&v| v as f64).collect();
             // CPU reference: mean(log N(z) - log det - log p~(x)) and its gradient.
@@ -330,17 +345,7 @@ fn gpu_reverse_kl_loss_and_gradients_match_the_cpu() {
             .unwrap();
             let (loss_gpu, grad_gpu) = gpu.loss_and_grad(&z32).unwrap();
             let label = format!("{} {family:?} {conditioner:?}", target.name());
-            assert!(
-                (loss_gpu - loss_cpu).abs() <= 1e-4 * loss_cpu.abs().max(1.0),
-                "{label}: loss {loss_gpu} vs {loss_cpu}"
-            );
-            let scale = grad_cpu.iter().fold(0.0f64, |m, g| m.max(g.abs()));
-            for (k, (g, c)) in grad_gpu.iter().zip(&grad_cpu).enumerate() {
-                assert!(
-                    (g - c).abs() <= 1e-3 * c.abs() + 1e-4 * scale,
-                    "{label}: grad[{k}] {g} vs {c} (largest {scale})"
-                );
-            }
+            assert_matches_cpu(&label, loss_gpu, &grad_gpu, loss_cpu, &grad_cpu);
         }
     }
 }
