@@ -5,6 +5,7 @@
 //! stable forms of math.md; each has a native test against the CPU reference.
 
 pub mod context;
+pub mod kernels;
 pub mod radial;
 pub mod scalar;
 

@@ -7,57 +7,17 @@
 //! uploaded (a few kilobytes). The same kernels give log q on grids and push
 //! latent points through `x_from_z` for display.
 
-use super::GpuContext;
-use crate::bijection::Family;
+use super::{GpuContext, kernels};
 use crate::flow::{Flow, FlowModel, RadialConditioner, RadialFlow};
 use crate::rng::Rng;
-use crate::target::{Target, TargetKind};
+use crate::target::Target;
 use crate::train::{Loss, TrainError, TrainSettings, Trainer};
 
 const WORKGROUP: u32 = 64;
 
-/// The energy the reverse-KL kernel is compiled for (0: none, forward KL).
-fn energy_id(loss: Loss, target: &Target) -> Result<u32, String> {
-    match (loss, target) {
-        (Loss::ForwardKl, t) if t.kind() == TargetKind::Samples => Ok(0),
-        (Loss::ForwardKl, t) => Err(format!(
-            "target '{}' has no sampler: train it by reverse KL",
-            t.name()
-        )),
-        (Loss::ReverseKl, Target::TwoMoonsEnergy) => Ok(1),
-        (Loss::ReverseKl, Target::CircularGmm) => Ok(2),
-        (Loss::ReverseKl, Target::RingMixture { rings: 2 }) => Ok(3),
-        (Loss::ReverseKl, t) => Err(format!(
-            "no GPU energy for target '{}' (the GPU has twomoons-energy, circular-gmm, ring-mixture); use --backend cpu",
-            t.name()
-        )),
-    }
-}
-
 /// The structure constants the kernel is specialized for.
 fn kernel_source(flow: &RadialFlow<f64>, energy: u32) -> Result<String, String> {
     let spec = &flow.spec;
-    let family = spec.stack.layers()[0];
-    if spec.stack.layers().iter().any(|&f| f != family) {
-        return Err("the GPU radial kernel takes a stack of one family".into());
-    }
-    let family_id = match family {
-        Family::CubicRational => 0,
-        Family::Sinh => 1,
-        Family::Cubic => 2,
-        Family::Affine => 3,
-        Family::Spline(shape) if shape.bins <= 16 => 4,
-        other => {
-            return Err(format!(
-                "no GPU radial kernel for family '{}' yet",
-                other.name()
-            ));
-        }
-    };
-    let spline = match family {
-        Family::Spline(shape) => shape,
-        _ => crate::bijection::SplineShape::default(),
-    };
     let order = match spec.conditioner {
         RadialConditioner::Direct => 0,
         RadialConditioner::Fourier { order } => order,
@@ -65,17 +25,16 @@ fn kernel_source(flow: &RadialFlow<f64>, energy: u32) -> Result<String, String> 
     if spec.dim > 16 {
         return Err("the GPU radial kernel takes up to 16 dimensions".into());
     }
-    Ok(include_str!("shaders/radial.wgsl")
+    let radial = include_str!("shaders/radial.wgsl")
         .replace("{D}", &spec.dim.to_string())
-        .replace("{K}", &spec.stack.len().to_string())
-        .replace("{P}", &family.n_raw().to_string())
         .replace("{ORDER}", &order.to_string())
-        .replace("{FAMILY}", &family_id.to_string())
-        .replace("{NPARAMS}", &spec.n_params().to_string())
-        .replace("{TARGET}", &energy.to_string())
-        .replace("{PF}", &family.n_raw().max(5).to_string())
-        .replace("{SPLINE_BINS}", &spline.bins.to_string())
-        .replace("{SPLINE_BOUND}", &format!("{:?}", spline.bound as f32)))
+        .replace("{NPARAMS}", &spec.n_params().to_string());
+    Ok(format!(
+        "{}\n{}\n{}",
+        kernels::stack_source(&spec.stack)?,
+        kernels::energy_source(energy),
+        radial
+    ))
 }
 
 /// A radial flow's training state on the GPU.
@@ -120,7 +79,7 @@ impl GpuRadialTrainer {
                     .into(),
             );
         };
-        let energy = energy_id(settings.loss, &target)?;
+        let energy = kernels::energy_id(settings.loss, &target)?;
         if energy != 0 && flow.dim() != 2 {
             return Err("the GPU energies are 2D".into());
         }
