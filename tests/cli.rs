@@ -351,3 +351,74 @@ fn every_flow_and_family_is_reachable_from_the_flags() {
         }
     }
 }
+
+/// `flowplay train --backend gpu` trains coupling flows on the GPU and reports
+/// the backend; the model it writes is read by `eval`.
+#[cfg(feature = "gpu")]
+#[test]
+fn train_on_the_gpu_backend_writes_a_model() {
+    let dir = std::env::temp_dir().join(format!("flowplay-gpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("coupling.json");
+    let (code, _, err) = run(&[
+        "train",
+        "--target",
+        "moons",
+        "--flow",
+        "coupling",
+        "--layers",
+        "2",
+        "--width",
+        "16",
+        "--depth",
+        "1",
+        "--steps",
+        "30",
+        "--batch",
+        "64",
+        "--backend",
+        "gpu",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert!(
+        report["backend"].as_str().unwrap_or("").starts_with("GPU"),
+        "{}",
+        report["backend"]
+    );
+    let points = json!([[0.5, 0.25], [-1.0, 0.3]]);
+    let (code, eval_out, err) = eval(&report, &points, &[]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&eval_out).unwrap();
+    assert_eq!(v["points"].as_array().map(Vec::len), Some(2));
+}
+
+/// `flowplay bench` prints CPU and GPU figures side by side for every recipe,
+/// with the GPU's dispatches per step.
+#[cfg(feature = "gpu")]
+#[test]
+fn bench_prints_cpu_and_gpu_columns() {
+    let (code, out, err) = run(&[
+        "bench",
+        "--seconds",
+        "0.05",
+        "--batch",
+        "16",
+        "--grid",
+        "8",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("JSON output");
+    let training = v["training"].as_array().unwrap();
+    assert_eq!(training.len(), 6, "{out}");
+    for row in training {
+        assert!(row["steps_per_second"].as_f64().unwrap() > 0.0, "{row}");
+        if row["backend"] == "gpu" {
+            assert!(row["dispatches_per_step"].as_u64().unwrap() >= 3, "{row}");
+        }
+    }
+    assert_eq!(v["density_grid"].as_array().unwrap().len(), 6, "{out}");
+}

@@ -5,69 +5,21 @@
 
 use flowplay::bijection::{Family, Stack};
 use flowplay::flow::{Flow, FlowModel, RadialConditioner, RadialFlow, RadialSpec};
-use flowplay::gpu::{GpuContext, GpuRadialTrainer};
+use flowplay::gpu::GpuRadialTrainer;
 use flowplay::rng::Rng;
 use flowplay::target::Target;
-use flowplay::train::metrics::log_normal;
 use flowplay::train::{Loss, TrainSettings, Trainer};
 
-fn context() -> GpuContext {
-    match GpuContext::new_blocking() {
-        Ok(ctx) => ctx,
-        Err(e) => panic!("the GPU tests need an adapter: {e}"),
-    }
-}
+mod gpu_common;
+use gpu_common::{
+    assert_display_matches_cpu, assert_matches_cpu, context, cpu_forward_kl, cpu_reverse_kl,
+};
 
-/// Mean -log q and its gradient on the CPU in float64.
-fn cpu_loss_and_grad(flow: &RadialFlow<f64>, points: &[f64]) -> (f64, Vec<f64>) {
-    let d = flow.dim();
-    let n = points.len() / d;
-    let inv_n = 1.0 / n as f64;
-    let mut z = vec![0.0; points.len()];
-    let mut ld = vec![0.0; n];
-    let mut grad = vec![0.0; flow.n_params()];
-    let adjoint = |_: usize, zi: &[f64], _: f64, bar: &mut [f64]| {
-        for (b, v) in bar.iter_mut().zip(zi) {
-            *b = v * inv_n;
-        }
-        -inv_n
-    };
-    flow.z_from_x_grad(points, &adjoint, &mut z, &mut ld, &mut grad);
-    let loss = (0..n)
-        .map(|i| -(log_normal(&z[i * d..(i + 1) * d]) + ld[i]))
-        .sum::<f64>()
-        * inv_n;
-    (loss, grad)
-}
-
-/// The flow with exactly the float32 parameters the GPU holds (the CPU reference
-/// then differs only in arithmetic).
+/// The radial flow with exactly the float32 parameters the GPU holds.
 fn rounded_to_f32(flow: RadialFlow<f64>) -> RadialFlow<f64> {
-    match FlowModel::Radial(flow).cast::<f32>().cast::<f64>() {
+    match gpu_common::rounded_to_f32(FlowModel::Radial(flow)) {
         FlowModel::Radial(f) => f,
         _ => unreachable!("casting keeps the kind of flow"),
-    }
-}
-
-/// Loss to 1e-4 relative; every gradient entry to 1e-3 relative, with a floor of
-/// 1e-4 of the largest entry.
-fn assert_matches_cpu(
-    label: &str,
-    loss_gpu: f64,
-    grad_gpu: &[f64],
-    loss_cpu: f64,
-    grad_cpu: &[f64],
-) {
-    assert!(
-        (loss_gpu - loss_cpu).abs() <= 1e-4 * loss_cpu.abs().max(1.0),
-        "{label}: loss {loss_gpu} vs {loss_cpu}"
-    );
-    let scale = grad_cpu.iter().fold(0.0f64, |m, g| m.max(g.abs()));
-    for (k, (g, c)) in grad_gpu.iter().zip(grad_cpu).enumerate() {
-        assert!(
-            (g - c).abs() <= 1e-3 * c.abs() + 1e-4 * scale,
-            "{label}: grad[{k}] {g} vs {c} (largest {scale})"
-        );
     }
 }
 
@@ -116,7 +68,7 @@ fn gpu_radial_loss_and_gradients_match_the_cpu() {
                 .map(|&v| v as f32)
                 .collect();
             let points64: Vec<f64> = points32.iter().map(|&v| v as f64).collect();
-            let (loss_cpu, grad_cpu) = cpu_loss_and_grad(&flow, &points64);
+            let (loss_cpu, grad_cpu) = cpu_forward_kl(&flow, &points64);
             let settings = TrainSettings {
                 batch,
                 learning_rate: 1e-3,
@@ -129,38 +81,14 @@ fn gpu_radial_loss_and_gradients_match_the_cpu() {
                     .unwrap();
             let (loss_gpu, grad_gpu) = gpu.loss_and_grad(&points32).unwrap();
             let label = format!("{family:?} {conditioner:?}");
-            // Samples and grid lines: latent points pushed through x_from_z.
+            // Samples and grid lines: latent points pushed through x_from_z;
+            // the density kernel: log q at every point.
             let latent32: Vec<f32> = (0..batch * 2)
                 .map(|_| (1.5 * rng.normal()) as f32)
                 .collect();
-            let latent64: Vec<f64> = latent32.iter().map(|&v| v as f64).collect();
             let pushed = gpu.x_from_z(&latent32).unwrap();
-            let mut x_cpu = vec![0.0; latent64.len()];
-            let mut ld_cpu = vec![0.0; batch];
-            flow.x_from_z(&latent64, &mut x_cpu, &mut ld_cpu);
-            for i in 0..batch {
-                for j in 0..2 {
-                    let (g, c) = (pushed[i * 3 + j] as f64, x_cpu[i * 2 + j]);
-                    assert!(
-                        (g - c).abs() <= 1e-4 * c.abs().max(1.0),
-                        "{label}: x_from_z {g} vs {c}"
-                    );
-                }
-                let (g, c) = (pushed[i * 3 + 2] as f64, ld_cpu[i]);
-                assert!(
-                    (g - c).abs() <= 1e-4 * c.abs().max(1.0),
-                    "{label}: log det {g} vs {c}"
-                );
-            }
-            // The density kernel: log q at every point.
             let lq_gpu = gpu.log_q(&points32).unwrap();
-            let lq_cpu = flowplay::train::metrics::log_q(&flow, &points64);
-            for (g, c) in lq_gpu.iter().zip(&lq_cpu) {
-                assert!(
-                    (*g as f64 - c).abs() <= 1e-4 * c.abs().max(1.0),
-                    "{label}: log q {g} vs {c}"
-                );
-            }
+            assert_display_matches_cpu(&label, &flow, &latent32, &pushed, &points32, &lq_gpu);
             assert_matches_cpu(&label, loss_gpu, &grad_gpu, loss_cpu, &grad_cpu);
         }
     }
@@ -309,26 +237,7 @@ fn gpu_reverse_kl_loss_and_gradients_match_the_cpu() {
             let flow = rounded_to_f32(flow);
             let z32: Vec<f32> = (0..batch * 2).map(|_| rng.normal() as f32).collect();
             let z64: Vec<f64> = z32.iter().map(|&v| v as f64).collect();
-            // CPU reference: mean(log N(z) - log det - log p~(x)) and its gradient.
-            let inv_n = 1.0 / batch as f64;
-            let mut x = vec![0.0; z64.len()];
-            let mut ld = vec![0.0; batch];
-            let mut grad_cpu = vec![0.0; flow.n_params()];
-            let adjoint = |_: usize, xi: &[f64], _: f64, bar: &mut [f64]| {
-                let (_, g) = target.log_density_grad(xi).unwrap();
-                bar[0] = -g[0] * inv_n;
-                bar[1] = -g[1] * inv_n;
-                -inv_n
-            };
-            flow.x_from_z_grad(&z64, &adjoint, &mut x, &mut ld, &mut grad_cpu);
-            let loss_cpu: f64 = (0..batch)
-                .map(|i| {
-                    log_normal(&z64[2 * i..2 * i + 2])
-                        - ld[i]
-                        - target.log_density_grad(&x[2 * i..2 * i + 2]).unwrap().0
-                })
-                .sum::<f64>()
-                * inv_n;
+            let (loss_cpu, grad_cpu) = cpu_reverse_kl(&flow, &target, &z64);
             let settings = TrainSettings {
                 batch,
                 learning_rate: 1e-3,

@@ -16,8 +16,9 @@ flowplay bench [--seconds 2] [--batch 512,8192] [--backend all|cpu|gpu] [--threa
 Prints training steps per second for the reference recipes (direct radial and
 angle-dependent radial flows on the spiral, 64 x cubic; coupling flow 8 x 128 on
 moons) at each batch size, and density evaluations per second on a grid.
-Each figure runs for about --seconds after two warm-up steps. The GPU column is
-n/a where the GPU backend does not cover a recipe yet (or no adapter was found).";
+Each figure runs for about --seconds after two warm-up steps (and at least one
+grid). The dispatches column counts the GPU compute dispatches of one training step. The
+GPU column is n/a where no adapter was found.";
 
 /// One reference recipe.
 struct Recipe {
@@ -83,13 +84,14 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     if !json_out {
         println!("flowplay bench: CPU {threads} threads, f32; GPU f32 through wgpu");
         println!(
-            "{:<40} {:>7} {:>12} {:>12}",
-            "training recipe", "batch", "cpu steps/s", "gpu steps/s"
+            "{:<40} {:>7} {:>12} {:>12} {:>11}",
+            "training recipe", "batch", "cpu steps/s", "gpu steps/s", "dispatches"
         );
     }
     for recipe in recipes() {
         for &batch in &batches {
             let mut rates = Vec::new();
+            let mut gpu_dispatches = 0;
             for &backend in backends {
                 let rate = match train_rate(&recipe, batch, backend, threads, seconds) {
                     Ok(r) => Some(r),
@@ -99,10 +101,13 @@ pub fn run(argv: &[String]) -> Result<(), String> {
                     }
                     Err(e) => return Err(e),
                 };
-                if let Some(r) = rate {
-                    rows.push(json!({"recipe": recipe.name, "backend": backend, "batch": batch, "steps_per_second": r}));
+                if let Some((r, dispatches)) = rate {
+                    rows.push(json!({"recipe": recipe.name, "backend": backend, "batch": batch, "steps_per_second": r, "dispatches_per_step": dispatches}));
+                    if let Some(count) = dispatches {
+                        gpu_dispatches = count;
+                    }
                 }
-                rates.push((backend, rate));
+                rates.push((backend, rate.map(|(r, _)| r)));
             }
             if !json_out {
                 let cell = |name: &str| match rates.iter().find(|(b, _)| *b == name) {
@@ -110,12 +115,18 @@ pub fn run(argv: &[String]) -> Result<(), String> {
                     Some((_, None)) => "n/a".to_string(),
                     None => "-".to_string(),
                 };
+                let dispatches = if gpu_dispatches > 0 {
+                    gpu_dispatches.to_string()
+                } else {
+                    "-".to_string()
+                };
                 println!(
-                    "{:<40} {:>7} {:>12} {:>12}",
+                    "{:<40} {:>7} {:>12} {:>12} {:>11}",
                     recipe.name,
                     batch,
                     cell("cpu"),
-                    cell("gpu")
+                    cell("gpu"),
+                    dispatches
                 );
             }
         }
@@ -169,13 +180,14 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// Steps per second, and the GPU's compute dispatches per step.
 fn train_rate(
     recipe: &Recipe,
     batch: usize,
     backend: &str,
     threads: usize,
     seconds: f64,
-) -> Result<f64, String> {
+) -> Result<(f64, Option<usize>), String> {
     let target = Target::parse(recipe.target)?;
     let mut rng = Rng::seeded(0);
     let model = recipe.flow.build(target.dim(), &mut rng)?;
@@ -186,10 +198,14 @@ fn train_rate(
         loss: Loss::for_target(&target),
         threads,
     };
-    let mut trainer: Box<dyn Trainer> = if backend == "gpu" {
-        gpu_trainer(model, target, settings)?
+    let (mut trainer, dispatches): (Box<dyn Trainer>, Option<usize>) = if backend == "gpu" {
+        let (trainer, dispatches) = gpu_trainer(model, target, settings)?;
+        (trainer, Some(dispatches))
     } else {
-        Box::new(CpuTrainer::<f32>::new(model, target, settings)?)
+        (
+            Box::new(CpuTrainer::<f32>::new(model, target, settings)?),
+            None,
+        )
     };
     for _ in 0..2 {
         trainer.step().map_err(|e| e.to_string())?;
@@ -200,7 +216,7 @@ fn train_rate(
         trainer.step().map_err(|e| e.to_string())?;
         steps += 1;
     }
-    Ok(steps as f64 / start.elapsed().as_secs_f64())
+    Ok((steps as f64 / start.elapsed().as_secs_f64(), dispatches))
 }
 
 /// The centres of an n x n grid over [-4, 4]^2, row-major.
@@ -243,24 +259,29 @@ fn grid_rate<T: Real>(flow: &dyn Flow<T>, n: usize, threads: usize, seconds: f64
     ((grids * n * n) as f64 / t, grids as f64 / t)
 }
 
+/// The GPU trainer and its compute dispatches per step.
 #[cfg(feature = "gpu")]
 fn gpu_trainer(
     model: FlowModel<f64>,
     target: Target,
     settings: TrainSettings,
-) -> Result<Box<dyn Trainer>, String> {
+) -> Result<(Box<dyn Trainer>, usize), String> {
     let ctx = crate::gpu::GpuContext::new_blocking()?;
-    Ok(Box::new(crate::gpu::GpuRadialTrainer::new(
-        ctx, model, target, settings,
-    )?))
+    let trainer = crate::gpu::GpuTrainer::new(ctx, model, target, settings)?;
+    let dispatches = trainer.dispatches_per_step();
+    Ok((Box::new(trainer), dispatches))
 }
 
 #[cfg(not(feature = "gpu"))]
-fn gpu_trainer(_: FlowModel<f64>, _: Target, _: TrainSettings) -> Result<Box<dyn Trainer>, String> {
+fn gpu_trainer(
+    _: FlowModel<f64>,
+    _: Target,
+    _: TrainSettings,
+) -> Result<(Box<dyn Trainer>, usize), String> {
     Err("built without the 'gpu' feature".into())
 }
 
-/// log q on the grid with the GPU density kernel (radial flows): evaluations per second.
+/// log q on the grid with the GPU density kernels: evaluations per second.
 #[cfg(feature = "gpu")]
 fn gpu_grid_rate(model: &FlowModel<f64>, n: usize, seconds: f64) -> Result<f64, String> {
     let ctx = crate::gpu::GpuContext::new_blocking()?;
@@ -271,7 +292,7 @@ fn gpu_grid_rate(model: &FlowModel<f64>, n: usize, seconds: f64) -> Result<f64, 
         loss: Loss::ForwardKl,
         threads: 1,
     };
-    let kernel = crate::gpu::GpuRadialTrainer::new(ctx, model.clone(), Target::Spiral, settings)?;
+    let mut kernel = crate::gpu::GpuTrainer::new(ctx, model.clone(), Target::Spiral, settings)?;
     let points: Vec<f32> = grid_points(n);
     kernel.log_q(&points)?; // compiles the pipeline
     let start = Instant::now();

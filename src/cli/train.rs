@@ -222,17 +222,13 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// The GPU trainer of a run (radial flows by forward KL so far).
+/// The GPU trainer of a run (radial and coupling flows).
 #[cfg(feature = "gpu")]
 pub fn gpu_trainer(config: &RunConfig) -> Result<Box<dyn Trainer>, String> {
     let model = crate::train::run::initial_model(config)?;
     let ctx = crate::gpu::GpuContext::new_blocking()?;
-    let trainer = crate::gpu::GpuRadialTrainer::new(
-        ctx,
-        model,
-        config.target.clone(),
-        config.settings.clone(),
-    )?;
+    let trainer =
+        crate::gpu::GpuTrainer::new(ctx, model, config.target.clone(), config.settings.clone())?;
     Ok(Box::new(trainer))
 }
 

@@ -73,7 +73,8 @@ impl CouplingSpec {
         Ok(())
     }
 
-    fn layer_offset(&self, l: usize) -> usize {
+    /// Where layer `l`'s parameters start in the flow's parameter vector.
+    pub fn layer_offset(&self, l: usize) -> usize {
         (0..l).map(|k| self.mlp(k).n_params()).sum()
     }
 }

@@ -35,8 +35,13 @@ impl MlpShape {
         i * w + w + self.depth * (w * w + w) + w * o + o
     }
 
-    /// Ranges of (kernel, bias) for layer `k` (0 = input, 1..=depth blocks, depth+1 = output).
-    fn layer(&self, k: usize) -> (std::ops::Range<usize>, std::ops::Range<usize>, usize, usize) {
+    /// Ranges of (kernel, bias) for layer `k` (0 = input, 1..=depth blocks, depth+1 = output),
+    /// and the kernel's (rows, columns). The bias follows its kernel, so the two
+    /// read as one (rows + 1) x columns matrix.
+    pub fn layer(
+        &self,
+        k: usize,
+    ) -> (std::ops::Range<usize>, std::ops::Range<usize>, usize, usize) {
         let w = self.width;
         let mut off = 0;
         let dims = |k: usize| -> (usize, usize) {

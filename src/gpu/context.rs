@@ -142,6 +142,36 @@ impl GpuContext {
         })
     }
 
+    /// A bind group of `pipeline`'s group 0: binding 0 is `size` bytes of
+    /// `uniforms` from `offset` (one operation's settings in a shared buffer),
+    /// the others whole buffers.
+    pub fn bind_with_uniform_range(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        uniforms: (&wgpu::Buffer, u64, u64),
+        buffers: &[(u32, &wgpu::Buffer)],
+    ) -> wgpu::BindGroup {
+        let layout = pipeline.get_bind_group_layout(0);
+        let (buffer, offset, size) = uniforms;
+        let mut entries = vec![wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer,
+                offset,
+                size: wgpu::BufferSize::new(size),
+            }),
+        }];
+        entries.extend(buffers.iter().map(|(i, b)| wgpu::BindGroupEntry {
+            binding: *i,
+            resource: b.as_entire_binding(),
+        }));
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &layout,
+            entries: &entries,
+        })
+    }
+
     /// Runs `pipeline` with `bind` over `workgroups` workgroups (one submission).
     pub fn dispatch(
         &self,
@@ -173,7 +203,18 @@ impl GpuContext {
     /// browser must never block a frame on this).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn read_back(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>, String> {
-        let size = buffer.size();
+        self.read_back_range(buffer, 0, buffer.size())
+    }
+
+    /// Copies `size` bytes of `buffer` from byte `offset` back to the CPU,
+    /// waiting for the GPU (native only). Both must be multiples of 4.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn read_back_range(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+    ) -> Result<Vec<u8>, String> {
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("read back"),
             size,
@@ -181,7 +222,7 @@ impl GpuContext {
             mapped_at_creation: false,
         });
         let mut encoder = self.device.create_command_encoder(&Default::default());
-        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
+        encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
         self.queue.submit([encoder.finish()]);
         let slice = staging.slice(..);
         let (sender, receiver) = std::sync::mpsc::channel();

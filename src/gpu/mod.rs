@@ -5,13 +5,17 @@
 //! stable forms of math.md; each has a native test against the CPU reference.
 
 pub mod context;
+pub mod coupling;
 pub mod kernels;
 pub mod radial;
 pub mod scalar;
+pub mod trainer;
 
 pub use context::GpuContext;
+pub use coupling::GpuCouplingTrainer;
 pub use radial::GpuRadialTrainer;
 pub use scalar::ScalarEval;
+pub use trainer::GpuTrainer;
 
 /// The WGSL library of scalar bijections, shared by every kernel that needs them.
 pub const SCALAR_WGSL: &str = include_str!("shaders/scalar.wgsl");
