@@ -8,6 +8,7 @@
 //! model format), [`cli`] (the command-line tool).
 
 pub mod bijection;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
 pub mod flow;
 #[cfg(feature = "gpu")]

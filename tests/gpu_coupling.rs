@@ -1,7 +1,7 @@
 //! Coupling flows trained on the GPU (WGSL through wgpu; lavapipe here) against
 //! the float64 CPU reference: loss and every gradient, the pushed points and
 //! log q, for each scalar family and both losses. No adapter is a failure.
-#![cfg(feature = "gpu")]
+#![cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
 
 use flowplay::bijection::{Family, SplineShape, Stack};
 use flowplay::flow::{CouplingFlow, CouplingSpec, Flow, FlowModel};

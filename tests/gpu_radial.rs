@@ -1,7 +1,7 @@
 //! Radial flows trained on the GPU (WGSL through wgpu; lavapipe here) against
 //! the float64 CPU reference: loss and every gradient, for direct and
 //! angle-dependent flows and each analytic family. No adapter is a failure.
-#![cfg(feature = "gpu")]
+#![cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
 
 use flowplay::bijection::{Family, Stack};
 use flowplay::flow::{Flow, FlowModel, RadialConditioner, RadialFlow, RadialSpec};

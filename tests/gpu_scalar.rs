@@ -1,6 +1,6 @@
 //! The WGSL scalar bijections against the float64 CPU reference, run through
 //! wgpu (lavapipe on machines without a GPU). No adapter is a failure, not a skip.
-#![cfg(feature = "gpu")]
+#![cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
 
 use flowplay::bijection::{Family, Scalar};
 use flowplay::gpu::{GpuContext, ScalarEval};

@@ -3,6 +3,11 @@
 use std::sync::{Arc, Mutex};
 use wgpu::util::DeviceExt;
 
+#[cfg(not(target_arch = "wasm32"))]
+const NO_ADAPTER_HINT: &str = "install a Vulkan driver (on a machine without a GPU: Mesa's lavapipe, Debian package mesa-vulkan-drivers)";
+#[cfg(target_arch = "wasm32")]
+const NO_ADAPTER_HINT: &str = "this browser offers no WebGPU (it needs a recent Chrome, Edge or Firefox, and a secure https or localhost page)";
+
 /// An adapter, its device and queue.
 pub struct GpuContext {
     pub adapter_name: String,
@@ -30,7 +35,7 @@ impl GpuContext {
                 ..Default::default()
             })
             .await
-            .map_err(|e| format!("no GPU adapter found ({e}); natively, install a Vulkan driver (on a machine without a GPU: Mesa's lavapipe, Debian package mesa-vulkan-drivers)"))?;
+            .map_err(|e| format!("no GPU adapter found ({e}); {NO_ADAPTER_HINT}"))?;
         let info = adapter.get_info();
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
@@ -200,7 +205,7 @@ impl GpuContext {
     }
 
     /// Copies `buffer` back to the CPU, waiting for the GPU (native only: a
-    /// browser must never block a frame on this).
+    /// browser must never block a frame on this; it awaits [`Self::read_back_async`]).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn read_back(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>, String> {
         self.read_back_range(buffer, 0, buffer.size())
@@ -210,6 +215,18 @@ impl GpuContext {
     /// waiting for the GPU (native only). Both must be multiples of 4.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn read_back_range(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+    ) -> Result<Vec<u8>, String> {
+        pollster::block_on(self.read_back_async(buffer, offset, size))
+    }
+
+    /// Copies `size` bytes of `buffer` from byte `offset` back to the CPU once
+    /// the GPU has finished the work submitted before. In a browser the future
+    /// resolves when WebGPU maps the buffer; natively this waits for the device.
+    pub async fn read_back_async(
         &self,
         buffer: &wgpu::Buffer,
         offset: u64,
@@ -225,19 +242,19 @@ impl GpuContext {
         encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
         self.queue.submit([encoder.finish()]);
         let slice = staging.slice(..);
-        let (sender, receiver) = std::sync::mpsc::channel();
-        slice.map_async(wgpu::MapMode::Read, move |r| {
-            let _ = sender.send(r);
-        });
+        let mapped = Mapped::default();
+        let slot = mapped.clone();
+        slice.map_async(wgpu::MapMode::Read, move |r| slot.finish(r));
+        // Natively nothing maps until the device is polled; in a browser this
+        // returns at once and the browser maps the buffer.
         self.device
             .poll(wgpu::PollType::Wait {
                 submission_index: None,
                 timeout: None,
             })
             .map_err(|e| format!("waiting for the GPU failed: {e}"))?;
-        receiver
-            .recv()
-            .map_err(|_| "the GPU read-back was dropped".to_string())?
+        mapped
+            .await
             .map_err(|e| format!("mapping the GPU buffer failed: {e}"))?;
         if let Some(e) = self.error() {
             return Err(format!("the GPU reported an error: {e}"));
@@ -248,5 +265,47 @@ impl GpuContext {
             .to_vec();
         staging.unmap();
         Ok(bytes)
+    }
+}
+
+/// A one-shot future for `map_async`'s callback (wgpu hands the result to a
+/// callback; the browser runs it later, so a blocking channel cannot be used).
+#[derive(Clone, Default)]
+struct Mapped(Arc<Mutex<MapState>>);
+
+#[derive(Default)]
+struct MapState {
+    result: Option<Result<(), wgpu::BufferAsyncError>>,
+    waker: Option<std::task::Waker>,
+}
+
+impl Mapped {
+    fn finish(&self, result: Result<(), wgpu::BufferAsyncError>) {
+        if let Ok(mut state) = self.0.lock() {
+            state.result = Some(result);
+            if let Some(waker) = state.waker.take() {
+                waker.wake();
+            }
+        }
+    }
+}
+
+impl std::future::Future for Mapped {
+    type Output = Result<(), wgpu::BufferAsyncError>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let Ok(mut state) = self.0.lock() else {
+            return std::task::Poll::Ready(Err(wgpu::BufferAsyncError));
+        };
+        match state.result.take() {
+            Some(result) => std::task::Poll::Ready(result),
+            None => {
+                state.waker = Some(cx.waker().clone());
+                std::task::Poll::Pending
+            }
+        }
     }
 }

@@ -13,7 +13,9 @@ use super::{GpuContext, kernels};
 use crate::flow::{CouplingFlow, CouplingSpec, Flow, FlowModel};
 use crate::rng::Rng;
 use crate::target::Target;
-use crate::train::{Loss, TrainError, TrainSettings, Trainer};
+#[cfg(not(target_arch = "wasm32"))]
+use crate::train::Trainer;
+use crate::train::{Loss, TrainError, TrainSettings};
 
 /// Bytes between two operations' settings (WebGPU's uniform offset alignment).
 const UNIFORM_STRIDE: u64 = 256;
@@ -519,7 +521,7 @@ impl GpuCouplingTrainer {
     /// Mean loss and gradient at the current parameters for `points` (n x d,
     /// float32: target samples, or latent points for reverse KL), without
     /// updating them: what the parity tests compare.
-    pub fn loss_and_grad(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
+    pub async fn loss_and_grad_async(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
         if points.len() != self.settings.batch * self.flow.spec.dim {
             return Err(format!(
                 "expected a batch of {} points",
@@ -530,7 +532,10 @@ impl GpuCouplingTrainer {
         let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
         self.train.encode(&self.pipelines, &mut encoder);
         self.ctx.queue.submit([encoder.finish()]);
-        let bytes = self.ctx.read_back(&self.grad)?;
+        let bytes = self
+            .ctx
+            .read_back_async(&self.grad, 0, self.grad.size())
+            .await?;
         let total: &[f32] = bytemuck::cast_slice(&bytes);
         Ok((
             total[0] as f64,
@@ -539,19 +544,37 @@ impl GpuCouplingTrainer {
     }
 
     /// `log q(x)` at every point (n x d) with the current parameters, in chunks.
-    pub fn log_q(&mut self, points: &[f32]) -> Result<Vec<f32>, String> {
-        self.display(Purpose::LogQ, points, 1)
+    pub async fn log_q_async(&mut self, points: &[f32]) -> Result<Vec<f32>, String> {
+        self.display(Purpose::LogQ, points, 1).await
     }
 
     /// Latent points (n x d) pushed through `x_from_z`: per point the data-space
     /// point and `log |det dx/dz|` (n x (d + 1)), in chunks.
-    pub fn x_from_z(&mut self, latent: &[f32]) -> Result<Vec<f32>, String> {
+    pub async fn x_from_z_async(&mut self, latent: &[f32]) -> Result<Vec<f32>, String> {
         let d = self.flow.spec.dim;
-        self.display(Purpose::Push, latent, d + 1)
+        self.display(Purpose::Push, latent, d + 1).await
+    }
+
+    /// [`Self::loss_and_grad_async`], waiting for the GPU (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn loss_and_grad(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
+        pollster::block_on(self.loss_and_grad_async(points))
+    }
+
+    /// [`Self::log_q_async`], waiting for the GPU (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn log_q(&mut self, points: &[f32]) -> Result<Vec<f32>, String> {
+        pollster::block_on(self.log_q_async(points))
+    }
+
+    /// [`Self::x_from_z_async`], waiting for the GPU (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn x_from_z(&mut self, latent: &[f32]) -> Result<Vec<f32>, String> {
+        pollster::block_on(self.x_from_z_async(latent))
     }
 
     /// Runs a display plan over `points` in chunks; `width` outputs per point.
-    fn display(
+    async fn display(
         &mut self,
         purpose: Purpose,
         points: &[f32],
@@ -597,11 +620,10 @@ impl GpuCouplingTrainer {
             plan.encode(&self.pipelines, &mut encoder);
             self.ctx.queue.submit([encoder.finish()]);
             let m = part.len() / d;
-            let bytes = self.ctx.read_back_range(
-                &plan.work,
-                plan.lay.out as u64 * 4,
-                (m * width * 4) as u64,
-            )?;
+            let bytes = self
+                .ctx
+                .read_back_async(&plan.work, plan.lay.out as u64 * 4, (m * width * 4) as u64)
+                .await?;
             out.extend_from_slice(bytemuck::cast_slice::<u8, f32>(&bytes));
         }
         Ok(out)
@@ -688,8 +710,10 @@ fn build_plan(
     }
 }
 
-impl Trainer for GpuCouplingTrainer {
-    fn step(&mut self) -> Result<f64, TrainError> {
+impl GpuCouplingTrainer {
+    /// One optimizer step: the batch drawn and uploaded, the recorded
+    /// operations and Adam on the GPU; resolves with the batch loss.
+    pub async fn step_async(&mut self) -> Result<f64, TrainError> {
         let batch = self.draw_batch();
         self.upload(&self.train, &batch);
         let t = (self.steps + 1) as i32;
@@ -723,7 +747,8 @@ impl Trainer for GpuCouplingTrainer {
         // The sum kernel makes the loss NaN when any gradient entry is not finite.
         let bytes = self
             .ctx
-            .read_back_range(&self.grad, 0, 4)
+            .read_back_async(&self.grad, 0, 4)
+            .await
             .map_err(TrainError::Backend)?;
         let loss = bytemuck::cast_slice::<u8, f32>(&bytes)[0];
         if !loss.is_finite() {
@@ -743,12 +768,13 @@ impl Trainer for GpuCouplingTrainer {
         Ok(loss as f64)
     }
 
-    fn steps_done(&self) -> usize {
-        self.steps
-    }
-
-    fn model(&self) -> FlowModel<f64> {
-        let params: Vec<f64> = match self.ctx.read_back(&self.params) {
+    /// The current model, read back from the GPU.
+    pub async fn model_async(&self) -> FlowModel<f64> {
+        let params: Vec<f64> = match self
+            .ctx
+            .read_back_async(&self.params, 0, self.params.size())
+            .await
+        {
             Ok(bytes) => bytemuck::cast_slice::<u8, f32>(&bytes)
                 .iter()
                 .map(|&v| v as f64)
@@ -760,8 +786,16 @@ impl Trainer for GpuCouplingTrainer {
             Err(_) => FlowModel::Coupling(self.flow.clone()),
         }
     }
+}
 
-    fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+impl GpuCouplingTrainer {
+    /// Steps applied so far.
+    pub fn steps_done(&self) -> usize {
+        self.steps
+    }
+
+    /// Replaces the parameters (same structure), keeping the optimizer state.
+    pub fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
         let FlowModel::Coupling(f) = model else {
             return Err("the GPU trainer holds a coupling flow".into());
         };
@@ -776,11 +810,42 @@ impl Trainer for GpuCouplingTrainer {
         Ok(())
     }
 
-    fn set_learning_rate(&mut self, lr: f64) {
+    /// The learning rate of the following steps.
+    pub fn set_learning_rate(&mut self, lr: f64) {
         self.settings.learning_rate = lr;
     }
 
-    fn backend(&self) -> String {
+    /// Human-readable backend, e.g. "GPU (llvmpipe, f32)".
+    pub fn backend(&self) -> String {
         format!("GPU ({}, f32)", self.ctx.adapter_name)
+    }
+}
+
+/// Natively the GPU trainers are [`Trainer`]s that wait for the GPU; in a
+/// browser the app awaits `step_async` and `model_async` instead.
+#[cfg(not(target_arch = "wasm32"))]
+impl Trainer for GpuCouplingTrainer {
+    fn step(&mut self) -> Result<f64, TrainError> {
+        pollster::block_on(self.step_async())
+    }
+
+    fn steps_done(&self) -> usize {
+        GpuCouplingTrainer::steps_done(self)
+    }
+
+    fn model(&self) -> FlowModel<f64> {
+        pollster::block_on(self.model_async())
+    }
+
+    fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+        GpuCouplingTrainer::set_model(self, model)
+    }
+
+    fn set_learning_rate(&mut self, lr: f64) {
+        GpuCouplingTrainer::set_learning_rate(self, lr);
+    }
+
+    fn backend(&self) -> String {
+        GpuCouplingTrainer::backend(self)
     }
 }

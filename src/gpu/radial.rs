@@ -11,7 +11,9 @@ use super::{GpuContext, kernels};
 use crate::flow::{Flow, FlowModel, RadialConditioner, RadialFlow};
 use crate::rng::Rng;
 use crate::target::Target;
-use crate::train::{Loss, TrainError, TrainSettings, Trainer};
+#[cfg(not(target_arch = "wasm32"))]
+use crate::train::Trainer;
+use crate::train::{Loss, TrainError, TrainSettings};
 
 const WORKGROUP: u32 = 64;
 
@@ -221,7 +223,7 @@ impl GpuRadialTrainer {
     /// Mean loss and gradient at the current parameters for `points` (n x d,
     /// float32: target samples, or latent points for reverse KL), without
     /// updating them: what the parity tests compare.
-    pub fn loss_and_grad(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
+    pub async fn loss_and_grad_async(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
         let d = self.flow.dim();
         if points.len() != self.settings.batch * d {
             return Err(format!(
@@ -235,7 +237,10 @@ impl GpuRadialTrainer {
         let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
         self.encode_gradient(&mut encoder);
         self.ctx.queue.submit([encoder.finish()]);
-        let bytes = self.ctx.read_back(&self.total)?;
+        let bytes = self
+            .ctx
+            .read_back_async(&self.total, 0, self.total.size())
+            .await?;
         let total: &[f32] = bytemuck::cast_slice(&bytes);
         Ok((
             total[0] as f64,
@@ -245,7 +250,7 @@ impl GpuRadialTrainer {
 
     /// `log q(x)` at every point (n x d) with the current parameters: the density
     /// heatmap's kernel, run in chunks of at most 65,536 points.
-    pub fn log_q(&self, points: &[f32]) -> Result<Vec<f32>, String> {
+    pub async fn log_q_async(&self, points: &[f32]) -> Result<Vec<f32>, String> {
         let d = self.flow.dim();
         let mut out = Vec::with_capacity(points.len() / d);
         for chunk in points.chunks(65_536 * d) {
@@ -262,7 +267,7 @@ impl GpuRadialTrainer {
                 &[&settings, &self.params, &input, &self.no_log_q, &log_q],
             );
             self.ctx.dispatch(&self.grad, &bind, n.div_ceil(WORKGROUP));
-            let bytes = self.ctx.read_back(&log_q)?;
+            let bytes = self.ctx.read_back_async(&log_q, 0, log_q.size()).await?;
             out.extend_from_slice(bytemuck::cast_slice::<u8, f32>(&bytes));
         }
         Ok(out)
@@ -271,7 +276,7 @@ impl GpuRadialTrainer {
     /// Latent points (n x d) pushed through `x_from_z`: per point the data-space
     /// point and `log |det dx/dz|` (n x (d + 1)), in chunks of 65,536 points. The
     /// app draws samples and the deformed grid's polylines from this.
-    pub fn x_from_z(&self, latent: &[f32]) -> Result<Vec<f32>, String> {
+    pub async fn x_from_z_async(&self, latent: &[f32]) -> Result<Vec<f32>, String> {
         let d = self.flow.dim();
         let mut out = Vec::with_capacity(latent.len() / d * (d + 1));
         for chunk in latent.chunks(65_536 * d) {
@@ -290,10 +295,28 @@ impl GpuRadialTrainer {
                 &[(0, &settings), (1, &self.params), (2, &input), (5, &pushed)],
             );
             self.ctx.dispatch(&self.push, &bind, n.div_ceil(WORKGROUP));
-            let bytes = self.ctx.read_back(&pushed)?;
+            let bytes = self.ctx.read_back_async(&pushed, 0, pushed.size()).await?;
             out.extend_from_slice(bytemuck::cast_slice::<u8, f32>(&bytes));
         }
         Ok(out)
+    }
+
+    /// [`Self::loss_and_grad_async`], waiting for the GPU (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn loss_and_grad(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
+        pollster::block_on(self.loss_and_grad_async(points))
+    }
+
+    /// [`Self::log_q_async`], waiting for the GPU (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn log_q(&self, points: &[f32]) -> Result<Vec<f32>, String> {
+        pollster::block_on(self.log_q_async(points))
+    }
+
+    /// [`Self::x_from_z_async`], waiting for the GPU (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn x_from_z(&self, latent: &[f32]) -> Result<Vec<f32>, String> {
+        pollster::block_on(self.x_from_z_async(latent))
     }
 
     /// The next batch: target samples (forward KL) or latent normals (reverse KL),
@@ -315,8 +338,10 @@ impl GpuRadialTrainer {
     }
 }
 
-impl Trainer for GpuRadialTrainer {
-    fn step(&mut self) -> Result<f64, TrainError> {
+impl GpuRadialTrainer {
+    /// One optimizer step: the batch drawn and uploaded, gradient and Adam on
+    /// the GPU; resolves with the batch loss once the GPU has run it.
+    pub async fn step_async(&mut self) -> Result<f64, TrainError> {
         let batch = self.draw_batch();
         self.ctx
             .queue
@@ -362,7 +387,8 @@ impl Trainer for GpuRadialTrainer {
         // these asynchronously instead).
         let bytes = self
             .ctx
-            .read_back(&self.total)
+            .read_back_async(&self.total, 0, self.total.size())
+            .await
             .map_err(TrainError::Backend)?;
         let total: &[f32] = bytemuck::cast_slice(&bytes);
         if total.iter().any(|v| !v.is_finite()) {
@@ -382,12 +408,13 @@ impl Trainer for GpuRadialTrainer {
         Ok(total[0] as f64)
     }
 
-    fn steps_done(&self) -> usize {
-        self.steps
-    }
-
-    fn model(&self) -> FlowModel<f64> {
-        let params: Vec<f64> = match self.ctx.read_back(&self.params) {
+    /// The current model, read back from the GPU.
+    pub async fn model_async(&self) -> FlowModel<f64> {
+        let params: Vec<f64> = match self
+            .ctx
+            .read_back_async(&self.params, 0, self.params.size())
+            .await
+        {
             Ok(bytes) => bytemuck::cast_slice::<u8, f32>(&bytes)
                 .iter()
                 .map(|&v| v as f64)
@@ -399,8 +426,16 @@ impl Trainer for GpuRadialTrainer {
             Err(_) => FlowModel::Radial(self.flow.clone()),
         }
     }
+}
 
-    fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+impl GpuRadialTrainer {
+    /// Steps applied so far.
+    pub fn steps_done(&self) -> usize {
+        self.steps
+    }
+
+    /// Replaces the parameters (same structure), keeping the optimizer state.
+    pub fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
         let FlowModel::Radial(f) = model else {
             return Err("the GPU trainer holds a radial flow".into());
         };
@@ -415,11 +450,42 @@ impl Trainer for GpuRadialTrainer {
         Ok(())
     }
 
-    fn set_learning_rate(&mut self, lr: f64) {
+    /// The learning rate of the following steps.
+    pub fn set_learning_rate(&mut self, lr: f64) {
         self.settings.learning_rate = lr;
     }
 
-    fn backend(&self) -> String {
+    /// Human-readable backend, e.g. "GPU (llvmpipe, f32)".
+    pub fn backend(&self) -> String {
         format!("GPU ({}, f32)", self.ctx.adapter_name)
+    }
+}
+
+/// Natively the GPU trainers are [`Trainer`]s that wait for the GPU; in a
+/// browser the app awaits `step_async` and `model_async` instead.
+#[cfg(not(target_arch = "wasm32"))]
+impl Trainer for GpuRadialTrainer {
+    fn step(&mut self) -> Result<f64, TrainError> {
+        pollster::block_on(self.step_async())
+    }
+
+    fn steps_done(&self) -> usize {
+        GpuRadialTrainer::steps_done(self)
+    }
+
+    fn model(&self) -> FlowModel<f64> {
+        pollster::block_on(self.model_async())
+    }
+
+    fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+        GpuRadialTrainer::set_model(self, model)
+    }
+
+    fn set_learning_rate(&mut self, lr: f64) {
+        GpuRadialTrainer::set_learning_rate(self, lr);
+    }
+
+    fn backend(&self) -> String {
+        GpuRadialTrainer::backend(self)
     }
 }

@@ -18,10 +18,22 @@ impl ScalarEval {
         }
     }
 
-    /// `(output, log f')` for every point, with one set of raw parameters;
-    /// `sampling` selects `x_from_z` (else `z_from_x`). Analytic families only.
+    /// [`Self::run_async`], waiting for the GPU (native only).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn run(
+        &self,
+        ctx: &GpuContext,
+        family: Family,
+        raw: &[f32],
+        points: &[f32],
+        sampling: bool,
+    ) -> Result<Vec<(f32, f32)>, String> {
+        pollster::block_on(self.run_async(ctx, family, raw, points, sampling))
+    }
+
+    /// `(output, log f')` for every point, with one set of raw parameters;
+    /// `sampling` selects `x_from_z` (else `z_from_x`). Analytic families only.
+    pub async fn run_async(
         &self,
         ctx: &GpuContext,
         family: Family,
@@ -54,7 +66,7 @@ impl ScalarEval {
         let output = ctx.storage("out", &vec![0u8; points.len() * 8], true);
         let bind = ctx.bind(&self.pipeline, &[&settings, &raw, &input, &output]);
         ctx.dispatch(&self.pipeline, &bind, n.div_ceil(WORKGROUP));
-        let bytes = ctx.read_back(&output)?;
+        let bytes = ctx.read_back_async(&output, 0, output.size()).await?;
         let values: &[f32] = bytemuck::cast_slice(&bytes);
         Ok(values.chunks(2).map(|p| (p[0], p[1])).collect())
     }

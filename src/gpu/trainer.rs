@@ -4,7 +4,9 @@
 use super::{GpuContext, GpuCouplingTrainer, GpuRadialTrainer};
 use crate::flow::FlowModel;
 use crate::target::Target;
-use crate::train::{TrainError, TrainSettings, Trainer};
+#[cfg(not(target_arch = "wasm32"))]
+use crate::train::Trainer;
+use crate::train::{TrainError, TrainSettings};
 
 /// A radial or coupling flow's training state on the GPU.
 pub enum GpuTrainer {
@@ -33,42 +35,62 @@ impl GpuTrainer {
         }
     }
 
-    fn inner(&self) -> &dyn Trainer {
+    /// One optimizer step on the GPU; resolves with the batch loss.
+    pub async fn step_async(&mut self) -> Result<f64, TrainError> {
         match self {
-            Self::Radial(t) => t.as_ref(),
-            Self::Coupling(t) => t.as_ref(),
+            Self::Radial(t) => t.step_async().await,
+            Self::Coupling(t) => t.step_async().await,
         }
     }
 
-    fn inner_mut(&mut self) -> &mut dyn Trainer {
+    /// The current model, read back from the GPU.
+    pub async fn model_async(&self) -> FlowModel<f64> {
         match self {
-            Self::Radial(t) => t.as_mut(),
-            Self::Coupling(t) => t.as_mut(),
+            Self::Radial(t) => t.model_async().await,
+            Self::Coupling(t) => t.model_async().await,
         }
     }
 
     /// Mean loss and gradient for a given batch, without a step (parity tests).
-    pub fn loss_and_grad(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
+    pub async fn loss_and_grad_async(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
         match self {
-            Self::Radial(t) => t.loss_and_grad(points),
-            Self::Coupling(t) => t.loss_and_grad(points),
+            Self::Radial(t) => t.loss_and_grad_async(points).await,
+            Self::Coupling(t) => t.loss_and_grad_async(points).await,
         }
     }
 
     /// `log q(x)` at every point (n x d).
-    pub fn log_q(&mut self, points: &[f32]) -> Result<Vec<f32>, String> {
+    pub async fn log_q_async(&mut self, points: &[f32]) -> Result<Vec<f32>, String> {
         match self {
-            Self::Radial(t) => t.log_q(points),
-            Self::Coupling(t) => t.log_q(points),
+            Self::Radial(t) => t.log_q_async(points).await,
+            Self::Coupling(t) => t.log_q_async(points).await,
         }
     }
 
     /// Latent points through `x_from_z`: per point x and `log |det dx/dz|`.
-    pub fn x_from_z(&mut self, latent: &[f32]) -> Result<Vec<f32>, String> {
+    pub async fn x_from_z_async(&mut self, latent: &[f32]) -> Result<Vec<f32>, String> {
         match self {
-            Self::Radial(t) => t.x_from_z(latent),
-            Self::Coupling(t) => t.x_from_z(latent),
+            Self::Radial(t) => t.x_from_z_async(latent).await,
+            Self::Coupling(t) => t.x_from_z_async(latent).await,
         }
+    }
+
+    /// [`Self::loss_and_grad_async`], waiting for the GPU (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn loss_and_grad(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
+        pollster::block_on(self.loss_and_grad_async(points))
+    }
+
+    /// [`Self::log_q_async`], waiting for the GPU (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn log_q(&mut self, points: &[f32]) -> Result<Vec<f32>, String> {
+        pollster::block_on(self.log_q_async(points))
+    }
+
+    /// [`Self::x_from_z_async`], waiting for the GPU (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn x_from_z(&mut self, latent: &[f32]) -> Result<Vec<f32>, String> {
+        pollster::block_on(self.x_from_z_async(latent))
     }
 
     /// Compute dispatches in one training step.
@@ -78,30 +100,61 @@ impl GpuTrainer {
             Self::Coupling(t) => t.dispatches_per_step(),
         }
     }
+
+    /// Human-readable backend, e.g. "GPU (llvmpipe, f32)".
+    pub fn backend(&self) -> String {
+        match self {
+            Self::Radial(t) => t.backend(),
+            Self::Coupling(t) => t.backend(),
+        }
+    }
+
+    /// Replaces the parameters (same structure), keeping the optimizer state.
+    pub fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+        match self {
+            Self::Radial(t) => t.set_model(model),
+            Self::Coupling(t) => t.set_model(model),
+        }
+    }
+
+    pub fn set_learning_rate(&mut self, lr: f64) {
+        match self {
+            Self::Radial(t) => t.set_learning_rate(lr),
+            Self::Coupling(t) => t.set_learning_rate(lr),
+        }
+    }
+
+    pub fn steps_done(&self) -> usize {
+        match self {
+            Self::Radial(t) => t.steps_done(),
+            Self::Coupling(t) => t.steps_done(),
+        }
+    }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl Trainer for GpuTrainer {
     fn step(&mut self) -> Result<f64, TrainError> {
-        self.inner_mut().step()
+        pollster::block_on(self.step_async())
     }
 
     fn steps_done(&self) -> usize {
-        self.inner().steps_done()
+        GpuTrainer::steps_done(self)
     }
 
     fn model(&self) -> FlowModel<f64> {
-        self.inner().model()
+        pollster::block_on(self.model_async())
     }
 
     fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
-        self.inner_mut().set_model(model)
+        GpuTrainer::set_model(self, model)
     }
 
     fn set_learning_rate(&mut self, lr: f64) {
-        self.inner_mut().set_learning_rate(lr);
+        GpuTrainer::set_learning_rate(self, lr);
     }
 
     fn backend(&self) -> String {
-        self.inner().backend()
+        GpuTrainer::backend(self)
     }
 }

@@ -3,10 +3,12 @@
 #![allow(dead_code)] // each test file uses its part
 
 use flowplay::flow::{Flow, FlowModel};
+#[cfg(not(target_arch = "wasm32"))]
 use flowplay::gpu::GpuContext;
 use flowplay::target::Target;
 use flowplay::train::metrics::log_normal;
 
+#[cfg(not(target_arch = "wasm32"))]
 pub fn context() -> GpuContext {
     match GpuContext::new_blocking() {
         Ok(ctx) => ctx,
