@@ -27,15 +27,30 @@ const FAMILIES: [Family; 5] = [
     }),
 ];
 
+/// A stack of every family in turn (spline layers of one shape).
+fn mixed_stack() -> Stack {
+    Stack::mixed(vec![
+        Family::Cubic,
+        FAMILIES[4],
+        Family::Sinh,
+        Family::Affine,
+        Family::CubicRational,
+    ])
+}
+
 /// A small coupling flow, its parameters moved off the initialisation so every
 /// gradient entry is exercised, rounded to float32.
 fn flow(family: Family, stack: usize, rng: &mut Rng) -> CouplingFlow<f64> {
+    flow_with(Stack::uniform(family, stack), rng)
+}
+
+fn flow_with(stack: Stack, rng: &mut Rng) -> CouplingFlow<f64> {
     let spec = CouplingSpec {
         dim: 2,
         layers: 3,
         width: 20, // not a multiple of the 16 x 16 tiles
         depth: 2,
-        stack: Stack::uniform(family, stack),
+        stack,
     };
     let mut flow = CouplingFlow::<f64>::init(spec, rng).unwrap();
     for v in flow.params_mut() {
@@ -69,9 +84,14 @@ fn f64s(v: &[f32]) -> Vec<f64> {
 fn gpu_coupling_loss_gradients_and_display_match_the_cpu() {
     let batch = 50; // not a multiple of the tiles either
     let mut rng = Rng::seeded(11);
-    for family in FAMILIES {
-        let stack = if family == Family::Affine { 1 } else { 2 };
-        let flow = flow(family, stack, &mut rng);
+    let mut stacks: Vec<Stack> = FAMILIES
+        .iter()
+        .map(|&f| Stack::uniform(f, if f == Family::Affine { 1 } else { 2 }))
+        .collect();
+    stacks.push(mixed_stack());
+    for stack in stacks {
+        let label = format!("coupling {:?}", stack.layers());
+        let flow = flow_with(stack, &mut rng);
         let target = Target::Moons;
         let points32 = f32s(&target.sample(batch, &mut rng).unwrap());
         let (loss_cpu, grad_cpu) = cpu_forward_kl(&flow, &f64s(&points32));
@@ -79,7 +99,6 @@ fn gpu_coupling_loss_gradients_and_display_match_the_cpu() {
         let mut gpu =
             GpuTrainer::new(context(), model, target, settings(batch, Loss::ForwardKl)).unwrap();
         let (loss_gpu, grad_gpu) = gpu.loss_and_grad(&points32).unwrap();
-        let label = format!("coupling {family:?}");
         assert_matches_cpu(&label, loss_gpu, &grad_gpu, loss_cpu, &grad_cpu);
         let latent32: Vec<f32> = (0..batch * 2)
             .map(|_| (1.5 * rng.normal()) as f32)
@@ -232,4 +251,65 @@ fn gpu_refuses_what_it_cannot_train() {
         settings(16, Loss::ReverseKl),
     );
     assert!(no_energy.is_err());
+}
+
+/// The deformed grid stays on the GPU: a Cartesian grid's polylines pushed
+/// from one GPU buffer into another (what the app draws from), with log det for
+/// shading, against the CPU; the same for a radial flow's polar grid.
+#[test]
+fn deformed_grids_are_pushed_between_gpu_buffers() {
+    use flowplay::flow::grid;
+    use flowplay::flow::{RadialConditioner, RadialFlow, RadialSpec};
+    let mut rng = Rng::seeded(17);
+    let coupling = FlowModel::Coupling(flow(Family::Sinh, 2, &mut rng));
+    let radial_spec = RadialSpec {
+        dim: 2,
+        stack: Stack::uniform(Family::Cubic, 4),
+        conditioner: RadialConditioner::Fourier { order: 2 },
+    };
+    let (c, s) = ([0.2, -0.1], [0.1, 0.05]);
+    let mut radial = RadialFlow::<f64>::init(radial_spec, Some(&c), Some(&s), &mut rng).unwrap();
+    for v in radial.params_mut().iter_mut().skip(4) {
+        *v += 0.1 * rng.normal();
+    }
+    let radial = rounded_to_f32(FlowModel::Radial(radial));
+    for (label, model, lines) in [
+        ("coupling", coupling, grid::cartesian(-3.0, 3.0, 9, 33)),
+        (
+            "radial",
+            radial,
+            grid::polar(c, s, &[0.5, 1.0, 1.5, 2.0], 12, 48),
+        ),
+    ] {
+        let n = lines.len();
+        let latent: Vec<f32> = lines.points.iter().map(|&v| v as f32).collect();
+        let mut gpu = GpuTrainer::new(
+            context(),
+            model.clone(),
+            Target::Moons,
+            settings(16, Loss::ForwardKl),
+        )
+        .unwrap();
+        let ctx = gpu.context();
+        let latent_buffer = ctx.storage("grid", bytemuck::cast_slice(&latent), true);
+        let pushed_buffer = ctx.storage("pushed grid", &vec![0u8; n * 3 * 4], true);
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        gpu.encode_x_from_z(&mut encoder, &latent_buffer, &pushed_buffer, n)
+            .unwrap();
+        let ctx = gpu.context();
+        ctx.queue.submit([encoder.finish()]);
+        let bytes = ctx.read_back(&pushed_buffer).unwrap();
+        let pushed: Vec<f32> = bytemuck::cast_slice(&bytes).to_vec();
+        // log q of the pushed points, too, from buffer to buffer
+        let x: Vec<f32> = pushed.chunks(3).flat_map(|p| [p[0], p[1]]).collect();
+        let points_buffer = ctx.storage("points", bytemuck::cast_slice(&x), true);
+        let log_q_buffer = ctx.storage("log q", &vec![0u8; n * 4], true);
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        gpu.encode_log_q(&mut encoder, &points_buffer, &log_q_buffer, n)
+            .unwrap();
+        let ctx = gpu.context();
+        ctx.queue.submit([encoder.finish()]);
+        let log_q: Vec<f32> = bytemuck::cast_slice(&ctx.read_back(&log_q_buffer).unwrap()).to_vec();
+        assert_display_matches_cpu(label, model.as_flow(), &latent, &pushed, &x, &log_q);
+    }
 }

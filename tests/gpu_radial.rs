@@ -94,6 +94,65 @@ fn gpu_radial_loss_and_gradients_match_the_cpu() {
     }
 }
 
+/// A mixed stack (every family in turn) on the GPU, direct and angle-dependent.
+#[test]
+fn gpu_radial_mixed_stacks_match_the_cpu() {
+    let batch = 40;
+    let mut rng = Rng::seeded(8);
+    let stack = Stack::mixed(vec![
+        Family::Sinh,
+        Family::Cubic,
+        Family::Spline(flowplay::bijection::SplineShape {
+            bins: 5,
+            bound: 3.0,
+        }),
+        Family::CubicRational,
+        Family::Affine,
+    ]);
+    for conditioner in [
+        RadialConditioner::Direct,
+        RadialConditioner::Fourier { order: 2 },
+    ] {
+        let spec = RadialSpec {
+            dim: 2,
+            stack: stack.clone(),
+            conditioner: conditioner.clone(),
+        };
+        let mut flow =
+            RadialFlow::<f64>::init(spec, Some(&[0.2, -0.3]), Some(&[0.1, -0.2]), &mut rng)
+                .unwrap();
+        for v in flow.params_mut().iter_mut().skip(4) {
+            *v += 0.1 * rng.normal();
+        }
+        let flow = rounded_to_f32(flow);
+        let target = Target::Moons;
+        let points32: Vec<f32> = target
+            .sample(batch, &mut rng)
+            .unwrap()
+            .iter()
+            .map(|&v| v as f32)
+            .collect();
+        let points64: Vec<f64> = points32.iter().map(|&v| v as f64).collect();
+        let (loss_cpu, grad_cpu) = cpu_forward_kl(&flow, &points64);
+        let settings = TrainSettings {
+            batch,
+            learning_rate: 1e-3,
+            seed: 0,
+            loss: Loss::ForwardKl,
+            threads: 1,
+        };
+        let mut gpu =
+            GpuRadialTrainer::new(context(), FlowModel::Radial(flow.clone()), target, settings)
+                .unwrap();
+        let (loss_gpu, grad_gpu) = gpu.loss_and_grad(&points32).unwrap();
+        let label = format!("mixed {conditioner:?}");
+        assert_matches_cpu(&label, loss_gpu, &grad_gpu, loss_cpu, &grad_cpu);
+        let pushed = gpu.x_from_z(&points32).unwrap();
+        let lq_gpu = gpu.log_q(&points32).unwrap();
+        assert_display_matches_cpu(&label, &flow, &points32, &pushed, &points32, &lq_gpu);
+    }
+}
+
 #[test]
 fn gpu_training_steps_lower_the_loss_and_keep_state_on_the_gpu() {
     let mut rng = Rng::seeded(5);

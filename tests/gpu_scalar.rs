@@ -27,12 +27,18 @@ fn wgsl_scalar_families_match_the_cpu_reference() {
         }
     }
     let mut checked = 0;
-    for family in [
+    let spline = Family::Spline(flowplay::bijection::SplineShape {
+        bins: 7,
+        bound: 4.0,
+    });
+    let families = [
         Family::CubicRational,
         Family::Sinh,
         Family::Cubic,
         Family::Affine,
-    ] {
+        spline,
+    ];
+    for family in families {
         for trial in 0..40 {
             let spread = if trial % 2 == 0 { 1.0 } else { 3.0 };
             let raw32: Vec<f32> = (0..family.n_raw())
@@ -71,18 +77,25 @@ fn wgsl_scalar_families_match_the_cpu_reference() {
             }
         }
     }
-    assert_eq!(checked, 4 * 40 * 2 * points.len());
+    assert_eq!(checked, families.len() * 40 * 2 * points.len());
 }
 
 #[test]
-fn families_without_a_kernel_are_refused_clearly() {
+fn unsupported_shapes_and_wrong_parameter_counts_are_refused_clearly() {
     let ctx = context();
     let kernel = ScalarEval::new(&ctx);
-    let spline = Family::Spline(flowplay::bijection::SplineShape::default());
+    let spline = Family::Spline(flowplay::bijection::SplineShape {
+        bins: 20,
+        bound: 3.0,
+    });
     let err = kernel
-        .run(&ctx, spline, &[0.0; 23], &[1.0], true)
+        .run(&ctx, spline, &[0.0; 59], &[1.0], true)
         .unwrap_err();
-    assert!(err.contains("no GPU kernel for family 'spline'"), "{err}");
+    assert!(err.contains("16 bins"), "{err}");
+    let err = kernel
+        .run(&ctx, Family::Cubic, &[0.0; 3], &[1.0], true)
+        .unwrap_err();
+    assert!(err.contains("takes 4 raw parameters"), "{err}");
 }
 
 /// A GPU error (here: WGSL that does not compile) surfaces as an error value

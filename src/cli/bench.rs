@@ -111,6 +111,7 @@ pub fn run(argv: &[String]) -> Result<(), String> {
             }
             if !json_out {
                 let cell = |name: &str| match rates.iter().find(|(b, _)| *b == name) {
+                    Some((_, Some(r))) if *r < 10.0 => format!("{r:.3}"),
                     Some((_, Some(r))) => format!("{r:.1}"),
                     Some((_, None)) => "n/a".to_string(),
                     None => "-".to_string(),

@@ -7,6 +7,7 @@
 
 pub mod coupling;
 pub mod elementwise;
+pub mod grid;
 pub mod mlp;
 pub mod model;
 pub mod radial;

@@ -573,18 +573,51 @@ impl GpuCouplingTrainer {
         pollster::block_on(self.x_from_z_async(latent))
     }
 
-    /// Runs a display plan over `points` in chunks; `width` outputs per point.
-    async fn display(
+    /// Records `log q(x)` of `n` points (`points`: n x d float32) into `log_q`
+    /// (n float32). Both buffers stay on the GPU (`points` needs `COPY_SRC`,
+    /// `log_q` `COPY_DST`), so the app can draw from them without a read-back.
+    pub fn encode_log_q(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        points: &wgpu::Buffer,
+        log_q: &wgpu::Buffer,
+        n: usize,
+    ) -> Result<(), String> {
+        self.encode_display(Purpose::LogQ, encoder, points, log_q, n)
+    }
+
+    /// Records `n` latent points (`latent`: n x d float32) pushed through
+    /// `x_from_z` into `pushed`: per point the data-space point and
+    /// `log |det dx/dz|` (n x (d + 1) float32). Both buffers stay on the GPU
+    /// (`latent` needs `COPY_SRC`, `pushed` `COPY_DST`).
+    pub fn encode_x_from_z(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        latent: &wgpu::Buffer,
+        pushed: &wgpu::Buffer,
+        n: usize,
+    ) -> Result<(), String> {
+        self.encode_display(Purpose::Push, encoder, latent, pushed, n)
+    }
+
+    /// Records a display plan over `n` input points in chunks: each chunk is
+    /// copied into the plan's work buffer, run, and its outputs copied out.
+    fn encode_display(
         &mut self,
         purpose: Purpose,
-        points: &[f32],
-        width: usize,
-    ) -> Result<Vec<f32>, String> {
+        encoder: &mut wgpu::CommandEncoder,
+        input: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+        n: usize,
+    ) -> Result<(), String> {
         let spec = self.flow.spec.clone();
         let d = spec.dim;
-        let n_points = points.len() / d;
+        let width = if purpose == Purpose::LogQ { 1 } else { d + 1 };
+        if input.size() < (n * d * 4) as u64 || output.size() < (n * width * 4) as u64 {
+            return Err(format!("the display buffers are too small for {n} points"));
+        }
         // the largest power-of-two chunk whose work buffer fits, no larger than needed
-        let mut chunk = MAX_CHUNK.min(n_points.max(64).next_power_of_two());
+        let mut chunk = MAX_CHUNK.min(n.max(64).next_power_of_two());
         while chunk > 64 && work_bytes(&spec, chunk) > DISPLAY_BYTES {
             chunk /= 2;
         }
@@ -608,25 +641,53 @@ impl GpuCouplingTrainer {
         let Some(plan) = slot.as_ref() else {
             unreachable!("built above")
         };
-        let mut out = Vec::with_capacity(n_points * width);
-        let mut padded = vec![0f32; chunk * d];
-        for part in points.chunks(chunk * d) {
-            padded[..part.len()].copy_from_slice(part);
-            padded[part.len()..].fill(0.0);
-            self.ctx
-                .queue
-                .write_buffer(&plan.work, 0, bytemuck::cast_slice(&padded));
-            let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
-            plan.encode(&self.pipelines, &mut encoder);
-            self.ctx.queue.submit([encoder.finish()]);
-            let m = part.len() / d;
-            let bytes = self
-                .ctx
-                .read_back_async(&plan.work, plan.lay.out as u64 * 4, (m * width * 4) as u64)
-                .await?;
-            out.extend_from_slice(bytemuck::cast_slice::<u8, f32>(&bytes));
+        let mut start = 0;
+        while start < n {
+            let m = chunk.min(n - start);
+            // the rest of a short last chunk keeps earlier points: computed, unused
+            encoder.copy_buffer_to_buffer(
+                input,
+                (start * d * 4) as u64,
+                &plan.work,
+                0,
+                (m * d * 4) as u64,
+            );
+            plan.encode(&self.pipelines, encoder);
+            encoder.copy_buffer_to_buffer(
+                &plan.work,
+                plan.lay.out as u64 * 4,
+                output,
+                (start * width * 4) as u64,
+                (m * width * 4) as u64,
+            );
+            start += m;
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// Runs a display plan over `points` and reads the outputs back.
+    async fn display(
+        &mut self,
+        purpose: Purpose,
+        points: &[f32],
+        width: usize,
+    ) -> Result<Vec<f32>, String> {
+        let d = self.flow.spec.dim;
+        let n = points.len() / d;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let input = self
+            .ctx
+            .storage("display input", bytemuck::cast_slice(points), true);
+        let output = self
+            .ctx
+            .storage("display output", &vec![0u8; n * width * 4], true);
+        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+        self.encode_display(purpose, &mut encoder, &input, &output, n)?;
+        self.ctx.queue.submit([encoder.finish()]);
+        let bytes = self.ctx.read_back_async(&output, 0, output.size()).await?;
+        Ok(bytemuck::cast_slice::<u8, f32>(&bytes).to_vec())
     }
 
     /// The next batch, drawn as the CPU trainer draws it.
@@ -789,6 +850,11 @@ impl GpuCouplingTrainer {
 }
 
 impl GpuCouplingTrainer {
+    /// The device the trainer runs on (for buffers the app shares with it).
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
     /// Steps applied so far.
     pub fn steps_done(&self) -> usize {
         self.steps

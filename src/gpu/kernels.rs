@@ -1,7 +1,7 @@
 //! Assembling WGSL sources: the scalar stack and the energy targets are shared
 //! by the radial and coupling kernels and specialized by string constants.
 
-use crate::bijection::{Family, SplineShape, Stack};
+use crate::bijection::{Family, Stack};
 use crate::target::{Target, TargetKind};
 use crate::train::Loss;
 
@@ -23,32 +23,69 @@ pub fn energy_id(loss: Loss, target: &Target) -> Result<u32, String> {
     }
 }
 
-/// `stack.wgsl` specialized for `stack` (one family, K layers).
+/// The kernels' id of a family (see `stack.wgsl`).
+fn family_id(family: Family) -> Result<u32, String> {
+    match family {
+        Family::CubicRational => Ok(0),
+        Family::Sinh => Ok(1),
+        Family::Cubic => Ok(2),
+        Family::Affine => Ok(3),
+        Family::Spline(shape) if shape.bins <= 16 => Ok(4),
+        Family::Spline(_) => Err("the GPU kernels take splines of up to 16 bins".into()),
+    }
+}
+
+/// `stack.wgsl` specialized for `stack`: one family (constant-folded) or a
+/// mixed stack (per-layer tables). Spline layers of one stack share a shape.
 pub fn stack_source(stack: &Stack) -> Result<String, String> {
-    let family = *stack
-        .layers()
+    let layers = stack.layers();
+    let first = *layers
         .first()
         .ok_or("the GPU kernels need a non-empty stack")?;
-    if stack.layers().iter().any(|&f| f != family) {
-        return Err("the GPU kernels take a stack of one family".into());
+    let ids = layers
+        .iter()
+        .map(|&f| family_id(f))
+        .collect::<Result<Vec<u32>, String>>()?;
+    let mut splines = layers.iter().filter_map(|f| match f {
+        Family::Spline(shape) => Some(*shape),
+        _ => None,
+    });
+    let spline = splines.next().unwrap_or_default();
+    if splines.any(|s| s != spline) {
+        return Err("the GPU kernels take spline layers of one shape per stack".into());
     }
-    let family_id = match family {
-        Family::CubicRational => 0,
-        Family::Sinh => 1,
-        Family::Cubic => 2,
-        Family::Affine => 3,
-        Family::Spline(shape) if shape.bins <= 16 => 4,
-        other => return Err(format!("no GPU kernel for family '{}'", other.name())),
-    };
-    let spline = match family {
-        Family::Spline(shape) => shape,
-        _ => SplineShape::default(),
+    let widest = layers.iter().map(|f| f.n_raw()).max().unwrap_or(0);
+    let layout = if layers.iter().all(|&f| f == first) {
+        format!(
+            "fn family_of(k: u32) -> u32 {{\n    return {}u;\n}}\n\nfn offset_of(k: u32) -> u32 {{\n    return k * {}u;\n}}",
+            ids[0],
+            first.n_raw()
+        )
+    } else {
+        let list = |v: Vec<u32>| {
+            v.iter()
+                .map(|x| format!("{x}u"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let offsets = (0..layers.len())
+            .map(|k| stack.layer_range(k).start as u32)
+            .collect();
+        format!(
+            "var<private> stack_families: array<u32, {k}> = array<u32, {k}>({});\n\
+             var<private> stack_offsets: array<u32, {k}> = array<u32, {k}>({});\n\n\
+             fn family_of(k: u32) -> u32 {{\n    return stack_families[k];\n}}\n\n\
+             fn offset_of(k: u32) -> u32 {{\n    return stack_offsets[k];\n}}",
+            list(ids),
+            list(offsets),
+            k = layers.len()
+        )
     };
     Ok(include_str!("shaders/stack.wgsl")
+        .replace("{LAYOUT}", &layout)
         .replace("{K}", &stack.len().to_string())
-        .replace("{P}", &family.n_raw().to_string())
-        .replace("{FAMILY}", &family_id.to_string())
-        .replace("{PF}", &family.n_raw().max(5).to_string())
+        .replace("{NRAW}", &stack.n_raw().to_string())
+        .replace("{PF}", &widest.max(5).to_string())
         .replace("{SPLINE_BINS}", &spline.bins.to_string())
         .replace("{SPLINE_BOUND}", &format!("{:?}", spline.bound as f32)))
 }

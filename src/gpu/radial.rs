@@ -39,6 +39,18 @@ fn kernel_source(flow: &RadialFlow<f64>, energy: u32) -> Result<String, String> 
     ))
 }
 
+/// Workgroups for `n` points, one thread each (WebGPU allows 65,535 per dimension).
+fn dispatch_size(n: usize) -> Result<u32, String> {
+    let groups = n.div_ceil(WORKGROUP as usize);
+    if groups > 65_535 {
+        return Err(format!(
+            "{n} points in one dispatch; the limit is {}",
+            65_535 * WORKGROUP as usize
+        ));
+    }
+    Ok(groups as u32)
+}
+
 /// A radial flow's training state on the GPU.
 pub struct GpuRadialTrainer {
     ctx: GpuContext,
@@ -248,53 +260,94 @@ impl GpuRadialTrainer {
         ))
     }
 
-    /// `log q(x)` at every point (n x d) with the current parameters: the density
-    /// heatmap's kernel, run in chunks of at most 65,536 points.
+    /// Records `log q(x)` of `n` points (`points`: n x d float32) into `log_q`
+    /// (n float32): the density heatmap's kernel. Both buffers stay on the GPU
+    /// (`STORAGE` usage), so the app can draw from them without a read-back.
+    pub fn encode_log_q(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        points: &wgpu::Buffer,
+        log_q: &wgpu::Buffer,
+        n: usize,
+    ) -> Result<(), String> {
+        let groups = dispatch_size(n)?;
+        let settings = self.ctx.uniform(
+            "density",
+            bytemuck::cast_slice(&[n as u32, 0f32.to_bits(), 1, 0]),
+        );
+        let bind = self.ctx.bind(
+            &self.grad,
+            &[&settings, &self.params, points, &self.no_log_q, log_q],
+        );
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        pass.set_pipeline(&self.grad);
+        pass.set_bind_group(0, &bind, &[]);
+        pass.dispatch_workgroups(groups, 1, 1);
+        Ok(())
+    }
+
+    /// Records `n` latent points (`latent`: n x d float32) pushed through
+    /// `x_from_z` into `pushed`: per point the data-space point and
+    /// `log |det dx/dz|` (n x (d + 1) float32): samples, and the deformed grid's
+    /// polylines with their shading. Both buffers stay on the GPU.
+    pub fn encode_x_from_z(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        latent: &wgpu::Buffer,
+        pushed: &wgpu::Buffer,
+        n: usize,
+    ) -> Result<(), String> {
+        let groups = dispatch_size(n)?;
+        let settings = self.ctx.uniform(
+            "push",
+            bytemuck::cast_slice(&[n as u32, 0f32.to_bits(), 0, 0]),
+        );
+        let bind = self.ctx.bind_at(
+            &self.push,
+            &[(0, &settings), (1, &self.params), (2, latent), (5, pushed)],
+        );
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        pass.set_pipeline(&self.push);
+        pass.set_bind_group(0, &bind, &[]);
+        pass.dispatch_workgroups(groups, 1, 1);
+        Ok(())
+    }
+
+    /// `log q(x)` at every point (n x d), read back (in chunks of 65,536 points).
     pub async fn log_q_async(&self, points: &[f32]) -> Result<Vec<f32>, String> {
         let d = self.flow.dim();
         let mut out = Vec::with_capacity(points.len() / d);
         for chunk in points.chunks(65_536 * d) {
-            let n = (chunk.len() / d) as u32;
-            let settings = self
-                .ctx
-                .uniform("density", bytemuck::cast_slice(&[n, 0f32.to_bits(), 1, 0]));
+            let n = chunk.len() / d;
             let input = self
                 .ctx
                 .storage("grid points", bytemuck::cast_slice(chunk), false);
-            let log_q = self.ctx.storage("log q", &vec![0u8; n as usize * 4], true);
-            let bind = self.ctx.bind(
-                &self.grad,
-                &[&settings, &self.params, &input, &self.no_log_q, &log_q],
-            );
-            self.ctx.dispatch(&self.grad, &bind, n.div_ceil(WORKGROUP));
+            let log_q = self.ctx.storage("log q", &vec![0u8; n * 4], true);
+            let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+            self.encode_log_q(&mut encoder, &input, &log_q, n)?;
+            self.ctx.queue.submit([encoder.finish()]);
             let bytes = self.ctx.read_back_async(&log_q, 0, log_q.size()).await?;
             out.extend_from_slice(bytemuck::cast_slice::<u8, f32>(&bytes));
         }
         Ok(out)
     }
 
-    /// Latent points (n x d) pushed through `x_from_z`: per point the data-space
-    /// point and `log |det dx/dz|` (n x (d + 1)), in chunks of 65,536 points. The
-    /// app draws samples and the deformed grid's polylines from this.
+    /// Latent points (n x d) pushed through `x_from_z`, read back: per point the
+    /// data-space point and `log |det dx/dz|` (n x (d + 1)).
     pub async fn x_from_z_async(&self, latent: &[f32]) -> Result<Vec<f32>, String> {
         let d = self.flow.dim();
         let mut out = Vec::with_capacity(latent.len() / d * (d + 1));
         for chunk in latent.chunks(65_536 * d) {
-            let n = (chunk.len() / d) as u32;
-            let settings = self
-                .ctx
-                .uniform("push", bytemuck::cast_slice(&[n, 0f32.to_bits(), 0, 0]));
+            let n = chunk.len() / d;
             let input = self
                 .ctx
                 .storage("latent points", bytemuck::cast_slice(chunk), false);
             let pushed = self
                 .ctx
-                .storage("pushed", &vec![0u8; n as usize * (d + 1) * 4], true);
-            let bind = self.ctx.bind_at(
-                &self.push,
-                &[(0, &settings), (1, &self.params), (2, &input), (5, &pushed)],
-            );
-            self.ctx.dispatch(&self.push, &bind, n.div_ceil(WORKGROUP));
+                .storage("pushed", &vec![0u8; n * (d + 1) * 4], true);
+            let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+            self.encode_x_from_z(&mut encoder, &input, &pushed, n)?;
+            self.ctx.queue.submit([encoder.finish()]);
             let bytes = self.ctx.read_back_async(&pushed, 0, pushed.size()).await?;
             out.extend_from_slice(bytemuck::cast_slice::<u8, f32>(&bytes));
         }
@@ -429,6 +482,11 @@ impl GpuRadialTrainer {
 }
 
 impl GpuRadialTrainer {
+    /// The device the trainer runs on (for buffers the app shares with it).
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
     /// Steps applied so far.
     pub fn steps_done(&self) -> usize {
         self.steps

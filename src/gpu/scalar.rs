@@ -2,20 +2,34 @@
 //! flow kernels use, and the first kernel checked against the CPU reference.
 
 use super::GpuContext;
-use crate::bijection::Family;
+use crate::bijection::{Family, Stack};
 
-/// The `scalar_eval` kernel.
+/// The `scalar_eval` kernel, compiled per family on first use.
 pub struct ScalarEval {
-    pipeline: wgpu::ComputePipeline,
+    pipelines: std::cell::RefCell<Vec<(Family, wgpu::ComputePipeline)>>,
 }
 
 const WORKGROUP: u32 = 64;
 
 impl ScalarEval {
-    pub fn new(ctx: &GpuContext) -> Self {
+    pub fn new(_ctx: &GpuContext) -> Self {
         Self {
-            pipeline: ctx.pipeline("scalar_eval", include_str!("shaders/scalar_eval.wgsl")),
+            pipelines: Default::default(),
         }
+    }
+
+    fn pipeline(&self, ctx: &GpuContext, family: Family) -> Result<wgpu::ComputePipeline, String> {
+        if let Some((_, p)) = self.pipelines.borrow().iter().find(|(f, _)| *f == family) {
+            return Ok(p.clone());
+        }
+        let source = format!(
+            "{}\n{}",
+            super::kernels::stack_source(&Stack::uniform(family, 1))?,
+            include_str!("shaders/scalar_eval.wgsl")
+        );
+        let pipeline = ctx.pipeline("scalar_eval", &source);
+        self.pipelines.borrow_mut().push((family, pipeline.clone()));
+        Ok(pipeline)
     }
 
     /// [`Self::run_async`], waiting for the GPU (native only).
@@ -32,7 +46,8 @@ impl ScalarEval {
     }
 
     /// `(output, log f')` for every point, with one set of raw parameters;
-    /// `sampling` selects `x_from_z` (else `z_from_x`). Analytic families only.
+    /// `sampling` selects `x_from_z` (else `z_from_x`). Every family, the
+    /// spline (up to 16 bins) included.
     pub async fn run_async(
         &self,
         ctx: &GpuContext,
@@ -41,13 +56,9 @@ impl ScalarEval {
         points: &[f32],
         sampling: bool,
     ) -> Result<Vec<(f32, f32)>, String> {
-        let id: u32 = match family {
-            Family::CubicRational => 0,
-            Family::Sinh => 1,
-            Family::Cubic => 2,
-            Family::Affine => 3,
-            other => return Err(format!("no GPU kernel for family '{}' yet", other.name())),
-        };
+        if let Family::Spline(shape) = family {
+            shape.validate()?;
+        }
         if raw.len() != family.n_raw() {
             return Err(format!(
                 "family '{}' takes {} raw parameters",
@@ -55,17 +66,18 @@ impl ScalarEval {
                 family.n_raw()
             ));
         }
+        let pipeline = self.pipeline(ctx, family)?;
         if points.is_empty() {
             return Ok(Vec::new());
         }
         let n = points.len() as u32;
-        let settings = [id, u32::from(!sampling), n, 0];
+        let settings = [u32::from(!sampling), n, 0, 0];
         let settings = ctx.uniform("settings", bytemuck::cast_slice(&settings));
         let raw = ctx.storage("raw", bytemuck::cast_slice(raw), false);
         let input = ctx.storage("points", bytemuck::cast_slice(points), false);
         let output = ctx.storage("out", &vec![0u8; points.len() * 8], true);
-        let bind = ctx.bind(&self.pipeline, &[&settings, &raw, &input, &output]);
-        ctx.dispatch(&self.pipeline, &bind, n.div_ceil(WORKGROUP));
+        let bind = ctx.bind(&pipeline, &[&settings, &raw, &input, &output]);
+        ctx.dispatch(&pipeline, &bind, n.div_ceil(WORKGROUP));
         let bytes = ctx.read_back_async(&output, 0, output.size()).await?;
         let values: &[f32] = bytemuck::cast_slice(&bytes);
         Ok(values.chunks(2).map(|p| (p[0], p[1])).collect())

@@ -75,6 +75,37 @@ impl GpuTrainer {
         }
     }
 
+    /// Records `log q` of `n` points in `points` into `log_q`, both GPU buffers
+    /// (`STORAGE | COPY_SRC` and `STORAGE | COPY_DST`): the heatmap's data,
+    /// never copied through the CPU.
+    pub fn encode_log_q(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        points: &wgpu::Buffer,
+        log_q: &wgpu::Buffer,
+        n: usize,
+    ) -> Result<(), String> {
+        match self {
+            Self::Radial(t) => t.encode_log_q(encoder, points, log_q, n),
+            Self::Coupling(t) => t.encode_log_q(encoder, points, log_q, n),
+        }
+    }
+
+    /// Records `n` latent points pushed through `x_from_z` (x and log det per
+    /// point) into `pushed`: samples and grid polylines, drawn from the GPU.
+    pub fn encode_x_from_z(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        latent: &wgpu::Buffer,
+        pushed: &wgpu::Buffer,
+        n: usize,
+    ) -> Result<(), String> {
+        match self {
+            Self::Radial(t) => t.encode_x_from_z(encoder, latent, pushed, n),
+            Self::Coupling(t) => t.encode_x_from_z(encoder, latent, pushed, n),
+        }
+    }
+
     /// [`Self::loss_and_grad_async`], waiting for the GPU (native only).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn loss_and_grad(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
@@ -91,6 +122,14 @@ impl GpuTrainer {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn x_from_z(&mut self, latent: &[f32]) -> Result<Vec<f32>, String> {
         pollster::block_on(self.x_from_z_async(latent))
+    }
+
+    /// The device the trainer runs on (for buffers the app shares with it).
+    pub fn context(&self) -> &GpuContext {
+        match self {
+            Self::Radial(t) => t.context(),
+            Self::Coupling(t) => t.context(),
+        }
     }
 
     /// Compute dispatches in one training step.

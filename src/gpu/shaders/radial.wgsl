@@ -33,6 +33,15 @@ fn body(j: u32) -> f32 {
     return params[2u * D + j];
 }
 
+// The direction's angle in (0, 2 pi], as the CPU: at the centre itself (u = 0)
+// atan2 is undefined in WGSL, and Rust's atan2(0, 0) = 0 gives pi.
+fn angle_of(u: vec2<f32>) -> f32 {
+    if (u.x == 0.0 && u.y == 0.0) {
+        return PI;
+    }
+    return atan2(u.y, u.x) + PI;
+}
+
 fn condition(u: vec2<f32>) {
     if (ORDER == 0u) {
         for (var q = 0u; q < NRAW; q++) {
@@ -40,7 +49,7 @@ fn condition(u: vec2<f32>) {
         }
         return;
     }
-    let t = atan2(u.y, u.x) + PI;
+    let t = angle_of(u);
     for (var k = 1u; k <= ORDER; k++) {
         let kt = f32(k) * t;
         phi[k - 1u] = sin(kt) / f32(k);
@@ -111,7 +120,7 @@ fn geometry_backward(base: u32, u: vec2<f32>, r_in: f32, w: array<f32, D>, w_bar
             per_sample[gb + q] = raw_bar[q];
         }
     } else {
-        let t = atan2(u.y, u.x) + PI;
+        let t = angle_of(u);
         var t_bar = 0.0;
         for (var f = 0u; f < NF; f++) {
             var dphi = 0.0;

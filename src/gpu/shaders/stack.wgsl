@@ -1,20 +1,35 @@
-// One stack of K scalar layers of one family, from the thread's raw parameters
-// (`raw`, layer-major), mirroring src/bijection/. The Rust side fills in the
-// constants; kernels that use it define how `raw` is filled.
+// One stack of K scalar layers, from the thread's raw parameters (`raw`,
+// layer-major), mirroring src/bijection/. The Rust side fills in the constants
+// and the layout functions; kernels that use it define how `raw` is filled.
 
 const K: u32 = {K}u;          // layers in the stack
-const P: u32 = {P}u;          // raw parameters per layer
-const NRAW: u32 = K * P;
-const FAMILY: u32 = {FAMILY}u; // 0 cubic rational, 1 sinh, 2 cubic, 3 affine, 4 spline
-const SB: u32 = {SPLINE_BINS}u;  // spline bins (FAMILY 4)
+const NRAW: u32 = {NRAW}u;    // raw parameters of the whole stack
+const PF: u32 = {PF}u;        // the most raw parameters of one layer (at least 5)
+const SB: u32 = {SPLINE_BINS}u;  // spline bins (family 4)
 const SBOUND: f32 = {SPLINE_BOUND};
+
+// family_of(k): 0 cubic rational, 1 sinh, 2 cubic, 3 affine, 4 spline;
+// offset_of(k): where layer k's raw parameters start. Constant-folded for a
+// stack of one family.
+{LAYOUT}
+
+// Raw parameters of one layer of `family`.
+fn width_of(family: u32) -> u32 {
+    switch family {
+        case 0u: { return 3u; }
+        case 1u: { return 5u; }
+        case 2u: { return 4u; }
+        case 3u: { return 2u; }
+        default: { return 3u * SB - 1u; }
+    }
+}
 
 var<private> raw: array<f32, NRAW>;
 var<private> raw_bar: array<f32, NRAW>;
 var<private> trace: array<f32, K>;
 // sized for every family's branch (naga rejects constant indices out of range)
-var<private> f_raw: array<f32, {PF}>;
-var<private> l_raw: array<f32, {PF}>;
+var<private> f_raw: array<f32, PF>;
+var<private> l_raw: array<f32, PF>;
 
 // ---- the rational-quadratic spline (src/bijection/spline.rs): K bins on
 // [-B, B], raw (heights K, slopes K - 1, widths K), identity outside
@@ -152,7 +167,7 @@ fn spline_inverse(y: f32) -> vec2<f32> {
 
 // Partials of the spline layer at raw offset o (knots already computed).
 fn spline_partials(o: u32, x: f32) -> vec2<f32> {
-    for (var j = 0u; j < P; j++) {
+    for (var j = 0u; j < PF; j++) {
         f_raw[j] = 0.0;
         l_raw[j] = 0.0;
     }
@@ -199,14 +214,15 @@ fn spline_partials(o: u32, x: f32) -> vec2<f32> {
 // ---- one layer of the stack, from the thread's raw parameters
 
 fn layer_forward(k: u32, x: f32) -> vec2<f32> {
-    let o = k * P;
-    if (FAMILY == 0u) {
+    let o = offset_of(k);
+    let family = family_of(k);
+    if (family == 0u) {
         return cubic_rational_forward(cubic_rational_from_raw(raw[o], raw[o + 1u], raw[o + 2u]), x);
-    } else if (FAMILY == 1u) {
+    } else if (family == 1u) {
         return sinh_forward(sinh_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u], raw[o + 4u]), x);
-    } else if (FAMILY == 3u) {
+    } else if (family == 3u) {
         return affine_forward(raw[o], raw[o + 1u], x);
-    } else if (FAMILY == 4u) {
+    } else if (family == 4u) {
         spline_knots(o);
         return spline_forward(x);
     }
@@ -214,14 +230,15 @@ fn layer_forward(k: u32, x: f32) -> vec2<f32> {
 }
 
 fn layer_inverse(k: u32, y: f32) -> vec2<f32> {
-    let o = k * P;
-    if (FAMILY == 0u) {
+    let o = offset_of(k);
+    let family = family_of(k);
+    if (family == 0u) {
         return cubic_rational_inverse(cubic_rational_from_raw(raw[o], raw[o + 1u], raw[o + 2u]), y);
-    } else if (FAMILY == 1u) {
+    } else if (family == 1u) {
         return sinh_inverse(sinh_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u], raw[o + 4u]), y);
-    } else if (FAMILY == 3u) {
+    } else if (family == 3u) {
         return affine_inverse(raw[o], raw[o + 1u], y);
-    } else if (FAMILY == 4u) {
+    } else if (family == 4u) {
         spline_knots(o);
         return spline_inverse(y);
     }
@@ -231,13 +248,14 @@ fn layer_inverse(k: u32, y: f32) -> vec2<f32> {
 // f(x0 + d) - y0 with y0 = f(x0), without the cancellation of the plain
 // difference when d is small against x0 (src/bijection/*.rs `diff`).
 fn layer_diff(k: u32, x0: f32, y0: f32, d: f32) -> f32 {
-    let o = k * P;
-    if (FAMILY == 0u) {
+    let o = offset_of(k);
+    let family = family_of(k);
+    if (family == 0u) {
         let b = cubic_rational_from_raw(raw[o], raw[o + 1u], raw[o + 2u]);
         let u = x0 - b.c;
         let w2 = u + d;
         return d + b.alpha * d * (1.0 - b.beta * u * w2) / ((1.0 + b.beta * w2 * w2) * (1.0 + b.beta * u * u));
-    } else if (FAMILY == 1u) {
+    } else if (family == 1u) {
         let b = sinh_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u], raw[o + 4u]);
         let a1 = (x0 - b.c) / b.s;
         let da = d / b.s;
@@ -254,16 +272,16 @@ fn layer_diff(k: u32, x0: f32, y0: f32, d: f32) -> f32 {
             }
             return b.s * asinh_robust(p);
         }
-    } else if (FAMILY == 2u) {
+    } else if (family == 2u) {
         let b = cubic_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u]);
         let u = x0 - b.c;
         let v1 = y0 - b.c;
         let v2 = cubic_g_inv(b, cubic_g(b, u + d) + b.beta);
         let dw = d * (b.a + b.b * (3.0 * u * u + 3.0 * u * d + d * d));
         return dw / (b.a + b.b * (v1 * v1 + v1 * v2 + v2 * v2));
-    } else if (FAMILY == 3u) {
+    } else if (family == 3u) {
         return exp(2.0 * tanh(raw[o] / 2.0)) * d;
-    } else if (FAMILY == 4u) {
+    } else if (family == 4u) {
         spline_knots(o);
         let x1 = x0 + d;
         if (!spline_inside(x0) && !spline_inside(x1)) {
@@ -305,8 +323,9 @@ fn needs_differences(value: f32, small: f32) -> bool {
 // Partials at x with y = f(x): returns (f', d log f'/dx); raw derivatives of
 // f and log f' go to f_raw and l_raw (as src/bijection/*.rs `partials`).
 fn layer_partials(k: u32, x: f32, y: f32) -> vec2<f32> {
-    let o = k * P;
-    if (FAMILY == 0u) {
+    let o = offset_of(k);
+    let family = family_of(k);
+    if (family == 0u) {
         let low = -1.0 + 1e-3;
         let high = 8.0 - 1e-3;
         let pr = -low / (high - low);
@@ -332,7 +351,7 @@ fn layer_partials(k: u32, x: f32, y: f32) -> vec2<f32> {
         l_raw[1] = -alpha * u2 * three_m / d3 / fp * dbeta;
         l_raw[2] = -fpp / fp;
         return vec2<f32>(fp, fpp / fp);
-    } else if (FAMILY == 1u) {
+    } else if (family == 1u) {
         let b = sinh_from_raw(raw[o], raw[o + 1u], raw[o + 2u], raw[o + 3u], raw[o + 4u]);
         let ds = sigmoid(raw[o]);
         let dmu = 1.0 / sqrt(1.0 + raw[o + 3u] * raw[o + 3u]);
@@ -360,10 +379,10 @@ fn layer_partials(k: u32, x: f32, y: f32) -> vec2<f32> {
         l_raw[3] = (1.0 - th_big * th_big) * dmu;
         l_raw[4] = (1.0 - th_big * f_nu / b.s) * dnu;
         return vec2<f32>(fp, logd_x);
-    } else if (FAMILY == 4u) {
+    } else if (family == 4u) {
         spline_knots(o);
         return spline_partials(o, x);
-    } else if (FAMILY == 3u) {
+    } else if (family == 3u) {
         let th = tanh(raw[o] / 2.0);
         let scale = exp(2.0 * th);
         f_raw[0] = scale * x * (1.0 - th * th);
@@ -404,8 +423,9 @@ fn layer_partials(k: u32, x: f32, y: f32) -> vec2<f32> {
 // Reverse-mode rules (src/bijection/mod.rs): x = f(z) and z = f^-1(x).
 fn x_from_z_vjp(k: u32, z: f32, x: f32, x_bar: f32, ld_bar: f32) -> f32 {
     let p = layer_partials(k, z, x);
-    for (var i = 0u; i < P; i++) {
-        raw_bar[k * P + i] += x_bar * f_raw[i] + ld_bar * l_raw[i];
+    let o = offset_of(k);
+    for (var i = 0u; i < width_of(family_of(k)); i++) {
+        raw_bar[o + i] += x_bar * f_raw[i] + ld_bar * l_raw[i];
     }
     return x_bar * p.x + ld_bar * p.y;
 }
@@ -413,8 +433,9 @@ fn x_from_z_vjp(k: u32, z: f32, x: f32, x_bar: f32, ld_bar: f32) -> f32 {
 fn z_from_x_vjp(k: u32, z: f32, x: f32, z_bar: f32, ld_bar: f32) -> f32 {
     let p = layer_partials(k, z, x);
     let g = z_bar - ld_bar * p.y;
-    for (var i = 0u; i < P; i++) {
-        raw_bar[k * P + i] -= g * f_raw[i] / p.x + ld_bar * l_raw[i];
+    let o = offset_of(k);
+    for (var i = 0u; i < width_of(family_of(k)); i++) {
+        raw_bar[o + i] -= g * f_raw[i] / p.x + ld_bar * l_raw[i];
     }
     return g / p.x;
 }
