@@ -7,6 +7,8 @@
 //! [`train`] (losses, Adam, metrics, the CPU trainer), [`model_file`] (the JSON
 //! model format), [`cli`] (the command-line tool).
 
+#[cfg(feature = "app")]
+pub mod app;
 pub mod bijection;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cli;

@@ -1,0 +1,435 @@
+//! The playground: the eframe app that trains flows live and shows what they do.
+//! `settings` (what the user chose, and the URL), `session` (the training run
+//! and what its views draw), `views` (the pictures), and here the panels.
+
+pub mod session;
+pub mod settings;
+pub mod views;
+
+use eframe::egui::{self, Key, RichText, Vec2};
+use session::{Session, Status};
+use settings::{FAMILIES, FLOW_KINDS, Settings, target_names};
+use views::{Overlays, Scale};
+use web_time::{Duration, Instant};
+
+/// How often the views are recomputed while training.
+const PICTURE_INTERVAL: Duration = Duration::from_millis(300);
+/// The share of a frame training may take.
+const TRAIN_BUDGET: Duration = Duration::from_millis(14);
+
+pub struct Playground {
+    /// the settings being edited (applied by Reset)
+    settings: Settings,
+    session: Option<Session>,
+    /// why the last reset failed, or what a shared link had that was ignored
+    message: Option<String>,
+    texture: Option<egui::TextureHandle>,
+    target_texture: Option<egui::TextureHandle>,
+    scale: Scale,
+    overlays: Overlays,
+    last_picture: Instant,
+    /// frames per second, smoothed
+    fps: f64,
+    last_frame: Option<Instant>,
+    show_help: bool,
+}
+
+impl Playground {
+    /// The app with settings from the page's URL (on the web) or the defaults.
+    pub fn new(_cc: &eframe::CreationContext<'_>) -> Self {
+        let (settings, ignored) = Settings::from_query(&page_query());
+        let mut app = Self::with_settings(settings);
+        if !ignored.is_empty() {
+            app.message = Some(format!(
+                "The link's {} was not understood and was ignored.",
+                ignored.join(", ")
+            ));
+        }
+        app
+    }
+
+    /// The app for `settings`, paused at step 0.
+    pub fn with_settings(settings: Settings) -> Self {
+        let mut app = Self {
+            settings,
+            session: None,
+            message: None,
+            texture: None,
+            target_texture: None,
+            scale: Scale::Log,
+            overlays: Overlays {
+                grid: true,
+                samples: true,
+            },
+            last_picture: Instant::now(),
+            fps: 0.0,
+            last_frame: None,
+            show_help: false,
+        };
+        app.reset();
+        app
+    }
+
+    /// The current training session, if the settings built one.
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
+    /// Starts over from the edited settings (a new model at step 0).
+    pub fn reset(&mut self) {
+        match Session::new(self.settings.clone()) {
+            Ok(session) => {
+                self.session = Some(session);
+                self.message = None;
+            }
+            Err(e) => self.message = Some(format!("Could not set up this experiment: {e}")),
+        }
+        self.texture = None;
+        self.target_texture = None;
+    }
+
+    fn toggle_play(&mut self) {
+        if let Some(s) = &mut self.session {
+            s.status = match s.status {
+                Status::Running => Status::Paused,
+                _ => Status::Running,
+            };
+        }
+    }
+
+    fn single_step(&mut self) {
+        if let Some(s) = &mut self.session {
+            s.status = Status::Paused;
+            s.train_for(1, Duration::from_secs(10));
+            s.refresh_picture();
+            self.texture = None;
+        }
+    }
+
+    fn keyboard(&mut self, ui: &egui::Ui) {
+        if ui.ctx().egui_wants_keyboard_input() {
+            return;
+        }
+        let (space, s, r, help) = ui.input(|i| {
+            (
+                i.key_pressed(Key::Space),
+                i.key_pressed(Key::S),
+                i.key_pressed(Key::R),
+                i.key_pressed(Key::Questionmark),
+            )
+        });
+        if space {
+            self.toggle_play();
+        }
+        if s {
+            self.single_step();
+        }
+        if r {
+            self.reset();
+        }
+        if help {
+            self.show_help = !self.show_help;
+        }
+    }
+
+    fn controls_ui(&mut self, ui: &mut egui::Ui) {
+        ui.heading("Flow Playground");
+        ui.label("Train a normalizing flow live and watch it move space.");
+        ui.separator();
+        let s = &mut self.settings;
+        egui::ComboBox::from_label("target")
+            .selected_text(&s.target)
+            .show_ui(ui, |ui| {
+                for name in target_names() {
+                    ui.selectable_value(&mut s.target, name.to_string(), name);
+                }
+            })
+            .response
+            .on_hover_text(
+                "The distribution to learn: samples (forward KL) or an energy (reverse KL).",
+            );
+        egui::ComboBox::from_label("flow")
+            .selected_text(s.flow.name())
+            .show_ui(ui, |ui| {
+                for kind in FLOW_KINDS {
+                    ui.selectable_value(&mut s.flow, kind, kind.name());
+                }
+            })
+            .response
+            .on_hover_text("Radial flows move mass along rays from a centre; coupling flows transform one coordinate given the other.");
+        egui::ComboBox::from_label("bijection")
+            .selected_text(&s.family)
+            .show_ui(ui, |ui| {
+                for family in FAMILIES {
+                    ui.selectable_value(&mut s.family, family.to_string(), family);
+                }
+            })
+            .response
+            .on_hover_text("The scalar map: the paper's three analytic families, or the affine and spline baselines.");
+        ui.add(egui::Slider::new(&mut s.stack, 1..=128).text("stack"))
+            .on_hover_text("Scalar layers composed in each stack.");
+        if s.flow == crate::flow::FlowKind::Coupling {
+            ui.add(egui::Slider::new(&mut s.layers, 1..=16).text("coupling layers"));
+            ui.add(egui::Slider::new(&mut s.width, 8..=256).text("width"))
+                .on_hover_text("Width of each layer's ResNet conditioner.");
+        }
+        let mut lr = s.learning_rate;
+        if ui
+            .add(
+                egui::Slider::new(&mut lr, 1e-4..=1e-1)
+                    .logarithmic(true)
+                    .text("learning rate"),
+            )
+            .on_hover_text("Adam's step size; takes effect at once.")
+            .changed()
+        {
+            s.learning_rate = lr;
+            if let Some(session) = &mut self.session {
+                session.set_learning_rate(lr);
+            }
+        }
+        let s = &mut self.settings;
+        ui.add(
+            egui::Slider::new(&mut s.batch, 16..=4096)
+                .logarithmic(true)
+                .text("batch"),
+        );
+        ui.add(egui::Slider::new(&mut s.steps_per_frame, 1..=64).text("steps / frame"))
+            .on_hover_text("Training steps per frame, as far as the frame budget allows.");
+        ui.add(egui::DragValue::new(&mut s.seed).prefix("seed "));
+        ui.separator();
+        ui.horizontal(|ui| {
+            let running = self
+                .session
+                .as_ref()
+                .is_some_and(|s| s.status == Status::Running);
+            if ui
+                .button(if running { "Pause" } else { "Play" })
+                .on_hover_text("Start or pause training (space).")
+                .clicked()
+            {
+                self.toggle_play();
+            }
+            if ui
+                .button("Step")
+                .on_hover_text("One training step (s).")
+                .clicked()
+            {
+                self.single_step();
+            }
+            if ui
+                .button("Reset")
+                .on_hover_text("A new model from these settings, at step 0 (r).")
+                .clicked()
+            {
+                self.reset();
+            }
+        });
+        if ui
+            .button("Copy link")
+            .on_hover_text("Copies a link that opens this experiment with these settings.")
+            .clicked()
+        {
+            let query = self.settings.to_query();
+            ui.ctx().copy_text(page_link(&query));
+            set_page_query(&query);
+        }
+        ui.separator();
+        if let Some(session) = &self.session {
+            ui.label(format!("parameters: {}", session.n_params));
+            ui.label(format!("backend: {}", session.backend))
+                .on_hover_text("Where training runs. This version trains on the CPU, in the page.");
+            ui.label(format!(
+                "step {} | {:.0} steps/s | {:.0} fps",
+                session.steps_done(),
+                session.steps_per_second,
+                self.fps
+            ));
+        }
+        ui.separator();
+        ui.checkbox(&mut self.overlays.grid, "deformed grid")
+            .on_hover_text("Circles and rays (radial) or a square grid (coupling) in latent space, pushed through the flow; bright where it stretches space.");
+        ui.checkbox(&mut self.overlays.samples, "model samples")
+            .on_hover_text("Points drawn from the model: normal samples pushed through x_from_z.");
+        ui.horizontal(|ui| {
+            ui.label("colour");
+            let before = self.scale;
+            ui.selectable_value(&mut self.scale, Scale::Log, "log");
+            ui.selectable_value(&mut self.scale, Scale::Linear, "linear");
+            if self.scale != before {
+                self.texture = None;
+                self.target_texture = None;
+            }
+        });
+        if ui.button("What am I looking at?").clicked() {
+            self.show_help = true;
+        }
+    }
+
+    fn views_ui(&mut self, ui: &mut egui::Ui) {
+        if let Some(message) = &self.message {
+            ui.colored_label(ui.visuals().warn_fg_color, message);
+        }
+        let Some(session) = &mut self.session else {
+            return;
+        };
+        if let Status::Stopped(reason) = &session.status {
+            let reason = reason.clone();
+            ui.horizontal(|ui| {
+                ui.colored_label(ui.visuals().error_fg_color, reason);
+                if let Some(step) = session.checkpoint_step()
+                    && ui.button(format!("Restore step {step}")).clicked()
+                {
+                    if let Err(e) = session.restore_checkpoint() {
+                        self.message = Some(e);
+                    }
+                    self.texture = None;
+                }
+            });
+        }
+        let scale = self.scale;
+        let texture = self.texture.get_or_insert_with(|| {
+            let values = views::normalized(&session.picture.log_q, scale);
+            ui.ctx().load_texture(
+                "model density",
+                views::image(&values, session.picture.n),
+                egui::TextureOptions::LINEAR,
+            )
+        });
+        let target_texture = if session.target_log_density.is_empty() {
+            None
+        } else {
+            Some(&*self.target_texture.get_or_insert_with(|| {
+                let values = views::normalized(&session.target_log_density, scale);
+                ui.ctx().load_texture(
+                    "target density",
+                    views::image(&values, 96),
+                    egui::TextureOptions::LINEAR,
+                )
+            }))
+        };
+        let available = ui.available_size();
+        let side = ((available.x - 90.0) / 2.0)
+            .min(available.y - 30.0)
+            .max(120.0);
+        ui.horizontal(|ui| {
+            ui.vertical(|ui| {
+                ui.label(RichText::new("model density q(x)").strong())
+                    .on_hover_text("The flow's density: a normal distribution pushed through the flow, log q(x) = log N(z) + log |det dz/dx|.");
+                views::model_ui(ui, texture, &session.picture, self.overlays, side);
+            });
+            views::colour_bar_ui(ui, scale, side + 20.0);
+            ui.vertical(|ui| {
+                ui.label(RichText::new(format!("target: {}", session.target.name())).strong())
+                    .on_hover_text("What the flow should learn: samples, or the density of an energy target.");
+                views::target_ui(ui, &session.target_samples, target_texture, side);
+            });
+        });
+    }
+
+    fn help_ui(&mut self, ctx: &egui::Context) {
+        egui::Window::new("What am I looking at")
+            .open(&mut self.show_help)
+            .show(ctx, |ui| {
+                ui.label("A normalizing flow maps simple noise z ~ N(0, I) to data x = f(z) through an invertible map; its density follows from the change of variables:");
+                ui.monospace("log q(x) = log N(f^-1(x)) + log |det d f^-1 / dx|");
+                ui.label("- The heatmap is q(x): bright where the model puts mass.");
+                ui.label("- The grid lines are circles and rays (radial flows) or a square grid (coupling flows) in z, pushed through f: where they spread apart, the flow stretches space and density thins; bright lines mark |det J| > 1.");
+                ui.label("- Orange dots are samples of the model; the red ring marks a radial flow's centre.");
+                ui.label("- The loss is the mean -log q of the target's samples (forward KL) or the reverse KL to an energy.");
+                ui.separator();
+                ui.label("Keys: space play/pause | s one step | r reset | ? this help");
+            });
+    }
+}
+
+impl eframe::App for Playground {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        let now = Instant::now();
+        if let Some(last) = self.last_frame {
+            let dt = now.duration_since(last).as_secs_f64();
+            if dt > 0.0 {
+                self.fps = if self.fps == 0.0 {
+                    1.0 / dt
+                } else {
+                    0.9 * self.fps + 0.1 / dt
+                };
+            }
+        }
+        self.last_frame = Some(now);
+        self.keyboard(ui);
+        if let Some(session) = &mut self.session
+            && session.status == Status::Running
+        {
+            session.train_for(session.settings.steps_per_frame, TRAIN_BUDGET);
+            if now.duration_since(self.last_picture) >= PICTURE_INTERVAL
+                || session.status != Status::Running
+            {
+                session.refresh_picture();
+                self.texture = None;
+                self.last_picture = now;
+            }
+            ui.ctx().request_repaint();
+        }
+        egui::Panel::left("controls")
+            .resizable(false)
+            .default_size(260.0)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| self.controls_ui(ui));
+            });
+        egui::Panel::bottom("loss")
+            .default_size(150.0)
+            .show(ui, |ui| {
+                if let Some(session) = &self.session {
+                    let label = match session.settings.loss() {
+                        Ok(crate::train::Loss::ReverseKl) => "reverse KL (nats)",
+                        _ => "-log q of target samples (nats)",
+                    };
+                    let width = ui.available_width();
+                    views::loss_ui(ui, &session.losses, label, Vec2::new(width, 130.0));
+                }
+            });
+        egui::CentralPanel::default().show(ui, |ui| self.views_ui(ui));
+        let ctx = ui.ctx().clone();
+        self.help_ui(&ctx);
+    }
+}
+
+/// The page's URL query (web), or nothing (native).
+fn page_query() -> String {
+    #[cfg(target_arch = "wasm32")]
+    {
+        if let Some(search) = eframe::web_sys::window().and_then(|w| w.location().search().ok()) {
+            return search;
+        }
+    }
+    String::new()
+}
+
+/// A link that opens `query` (the page's address on the web).
+fn page_link(query: &str) -> String {
+    #[cfg(target_arch = "wasm32")]
+    {
+        if let Some(location) = eframe::web_sys::window().map(|w| w.location())
+            && let (Ok(origin), Ok(path)) = (location.origin(), location.pathname())
+        {
+            return format!("{origin}{path}?{query}");
+        }
+    }
+    format!("?{query}")
+}
+
+/// Puts `query` in the address bar without reloading (web only).
+fn set_page_query(query: &str) {
+    #[cfg(target_arch = "wasm32")]
+    {
+        if let Some(history) = eframe::web_sys::window().and_then(|w| w.history().ok()) {
+            let _ = history.replace_state_with_url(
+                &eframe::wasm_bindgen::JsValue::NULL,
+                "",
+                Some(&format!("?{query}")),
+            );
+        }
+    }
+    let _ = query;
+}

@@ -1,0 +1,235 @@
+//! Everything a user chooses, and its home in the page's URL: a shared link
+//! opens the same experiment. Parsing keeps what is valid and names what it
+//! ignored, so a malformed link still opens a working page.
+
+use crate::bijection::Family;
+use crate::flow::{FlowConfig, FlowKind};
+use crate::target::{Target, TargetKind};
+use crate::train::Loss;
+
+/// The flows the page offers (the element-wise flow is 1D, not a picture).
+pub const FLOW_KINDS: [FlowKind; 3] = [
+    FlowKind::Radial,
+    FlowKind::RadialFourier,
+    FlowKind::Coupling,
+];
+
+/// The scalar families the page offers.
+pub const FAMILIES: [&str; 5] = ["cubic_rational", "sinh", "cubic", "affine", "spline"];
+
+/// The 2D targets of the page (math.md section 5, without the 1D one).
+pub fn target_names() -> impl Iterator<Item = &'static str> {
+    Target::NAMES.into_iter().filter(|n| *n != "poly1d")
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    pub target: String,
+    pub flow: FlowKind,
+    pub family: String,
+    /// scalar layers per stack
+    pub stack: usize,
+    /// coupling layers and conditioner width
+    pub layers: usize,
+    pub width: usize,
+    pub learning_rate: f64,
+    pub batch: usize,
+    pub steps_per_frame: usize,
+    pub seed: u64,
+}
+
+impl Default for Settings {
+    /// The paper's reference recipe, scaled to a page: the spiral with an
+    /// angle-dependent radial flow of 64 cubic conjugations.
+    fn default() -> Self {
+        Self {
+            target: "spiral".into(),
+            flow: FlowKind::RadialFourier,
+            family: "cubic".into(),
+            stack: 64,
+            layers: 8,
+            width: 64,
+            learning_rate: 1e-2,
+            batch: 512,
+            steps_per_frame: 4,
+            seed: 0,
+        }
+    }
+}
+
+impl Settings {
+    pub fn target(&self) -> Result<Target, String> {
+        Target::parse(&self.target)
+    }
+
+    pub fn family(&self) -> Result<Family, String> {
+        Family::parse(&self.family)
+    }
+
+    /// Forward KL where there are samples, reverse KL for energies.
+    pub fn loss(&self) -> Result<Loss, String> {
+        Ok(match self.target()?.kind() {
+            TargetKind::Samples => Loss::ForwardKl,
+            TargetKind::Energy => Loss::ReverseKl,
+        })
+    }
+
+    /// The architecture these settings describe.
+    pub fn flow_config(&self) -> Result<FlowConfig, String> {
+        let mut flow = FlowConfig::defaults(self.flow);
+        flow.family = self.family()?;
+        flow.stack = self.stack;
+        flow.layers = self.layers;
+        flow.width = self.width;
+        flow.depth = 2;
+        // radial flows start centred on the data (math.md's recipe for the spiral)
+        flow.center = Some(if self.target == "spiral" {
+            vec![-0.5, -1.0]
+        } else {
+            vec![0.0, 0.0]
+        });
+        flow.log_scale = Some(vec![0.0, 0.0]);
+        Ok(flow)
+    }
+
+    /// The settings as a URL query (without the `?`).
+    pub fn to_query(&self) -> String {
+        format!(
+            "target={}&flow={}&family={}&stack={}&layers={}&width={}&lr={}&batch={}&spf={}&seed={}",
+            self.target,
+            self.flow.name(),
+            self.family,
+            self.stack,
+            self.layers,
+            self.width,
+            self.learning_rate,
+            self.batch,
+            self.steps_per_frame,
+            self.seed
+        )
+    }
+
+    /// Settings from a URL query: every valid entry is used, the rest keep
+    /// their defaults and are named in the returned list.
+    pub fn from_query(query: &str) -> (Self, Vec<String>) {
+        let mut s = Self::default();
+        let mut ignored = Vec::new();
+        for pair in query
+            .trim_start_matches('?')
+            .split('&')
+            .filter(|p| !p.is_empty())
+        {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let ok = match key {
+                "target" => set_if(
+                    &mut s.target,
+                    value.to_string(),
+                    target_names().any(|n| n == value),
+                ),
+                "flow" => match FlowKind::parse(value) {
+                    Ok(kind) if FLOW_KINDS.contains(&kind) => {
+                        s.flow = kind;
+                        true
+                    }
+                    _ => false,
+                },
+                "family" => set_if(&mut s.family, value.to_string(), FAMILIES.contains(&value)),
+                "stack" => parse_in(&mut s.stack, value, 1..=256),
+                "layers" => parse_in(&mut s.layers, value, 1..=16),
+                "width" => parse_in(&mut s.width, value, 4..=256),
+                "batch" => parse_in(&mut s.batch, value, 16..=8192),
+                "spf" => parse_in(&mut s.steps_per_frame, value, 1..=64),
+                "seed" => parse_in(&mut s.seed, value, 0..=u64::MAX),
+                "lr" => match value.parse::<f64>() {
+                    Ok(v) if (1e-5..=1.0).contains(&v) => {
+                        s.learning_rate = v;
+                        true
+                    }
+                    _ => false,
+                },
+                _ => false,
+            };
+            if !ok {
+                ignored.push(pair.to_string());
+            }
+        }
+        (s, ignored)
+    }
+}
+
+fn set_if<T>(slot: &mut T, value: T, valid: bool) -> bool {
+    if valid {
+        *slot = value;
+    }
+    valid
+}
+
+fn parse_in<T: std::str::FromStr + PartialOrd>(
+    slot: &mut T,
+    value: &str,
+    range: std::ops::RangeInclusive<T>,
+) -> bool {
+    match value.parse::<T>() {
+        Ok(v) if range.contains(&v) => {
+            *slot = v;
+            true
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_round_trip_through_the_url() {
+        let s = Settings {
+            target: "checkerboard".into(),
+            flow: FlowKind::Coupling,
+            family: "sinh".into(),
+            learning_rate: 3e-3,
+            seed: 42,
+            ..Settings::default()
+        };
+        let (back, ignored) = Settings::from_query(&s.to_query());
+        assert_eq!(back, s);
+        assert!(ignored.is_empty());
+    }
+
+    #[test]
+    fn a_malformed_url_keeps_what_is_valid_and_names_the_rest() {
+        let (s, ignored) = Settings::from_query(
+            "?target=rings&lr=banana&stack=100000&colour=red&seed=7&flow=radial",
+        );
+        assert_eq!(s.target, "rings");
+        assert_eq!(s.seed, 7);
+        assert_eq!(s.flow, FlowKind::Radial);
+        assert_eq!(s.learning_rate, Settings::default().learning_rate);
+        assert_eq!(s.stack, Settings::default().stack);
+        assert_eq!(ignored, ["lr=banana", "stack=100000", "colour=red"]);
+    }
+
+    #[test]
+    fn every_offered_choice_builds_a_flow() {
+        for name in target_names() {
+            for flow in FLOW_KINDS {
+                for family in FAMILIES {
+                    let s = Settings {
+                        target: name.into(),
+                        flow,
+                        family: family.into(),
+                        stack: 2,
+                        layers: 2,
+                        width: 8,
+                        ..Settings::default()
+                    };
+                    let config = s.flow_config().unwrap();
+                    let mut rng = crate::rng::Rng::seeded(0);
+                    config.build::<f64>(2, &mut rng).unwrap();
+                    s.loss().unwrap();
+                }
+            }
+        }
+    }
+}

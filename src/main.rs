@@ -1,0 +1,53 @@
+//! The playground's entry points: a native window (`cargo run --release
+//! --bin playground`) or the web page (built by Trunk, see `index.html`).
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() -> eframe::Result {
+    let options = eframe::NativeOptions {
+        viewport: eframe::egui::ViewportBuilder::default()
+            .with_title("Flow Playground")
+            .with_inner_size([1280.0, 800.0]),
+        ..Default::default()
+    };
+    eframe::run_native(
+        "Flow Playground",
+        options,
+        Box::new(|cc| Ok(Box::new(flowplay::app::Playground::new(cc)))),
+    )
+}
+
+#[cfg(target_arch = "wasm32")]
+fn main() {
+    use eframe::wasm_bindgen::JsCast as _;
+    wasm_bindgen_futures::spawn_local(async {
+        let Some(document) = eframe::web_sys::window().and_then(|w| w.document()) else {
+            return;
+        };
+        let canvas = document
+            .get_element_by_id("playground")
+            .and_then(|e| e.dyn_into::<eframe::web_sys::HtmlCanvasElement>().ok());
+        let loading = document.get_element_by_id("loading");
+        let Some(canvas) = canvas else {
+            if let Some(loading) = loading {
+                loading.set_inner_html("The page is missing its canvas.");
+            }
+            return;
+        };
+        let started = eframe::WebRunner::new()
+            .start(
+                canvas,
+                eframe::WebOptions::default(),
+                Box::new(|cc| Ok(Box::new(flowplay::app::Playground::new(cc)))),
+            )
+            .await;
+        if let Some(loading) = loading {
+            match started {
+                Ok(()) => loading.remove(),
+                Err(e) => loading.set_inner_html(&format!(
+                    "The playground could not start: {}",
+                    e.as_string().unwrap_or_else(|| "unknown error".into())
+                )),
+            }
+        }
+    });
+}
