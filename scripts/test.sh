@@ -2,36 +2,27 @@
 # Runs every check of the project on a fresh machine of this kind, installing
 # what it needs first: formatting, clippy (warnings denied, native and wasm32),
 # the library's wasm32 build without the GPU (the CPU fallback), every native
-# test, the GPU kernels' included (on Mesa's lavapipe Vulkan driver where there
-# is no GPU), and the browser check of the kernels under WebGPU in headless
-# Chromium.
+# test (the GPU kernels' on Mesa's lavapipe Vulkan driver where there is no GPU,
+# the app's panels through egui's kittest), the browser check of the kernels
+# under WebGPU in headless Chromium, and the built page end to end in headless
+# Chromium with WebGPU on and off (screenshots in web/artifacts/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n== %s\n' "$*"; }
+source scripts/tools.sh
 
 step "toolchain"
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
-rustup target list --installed | grep -q '^wasm32-unknown-unknown$' || rustup target add wasm32-unknown-unknown
+ensure_wasm_target
 
-packages=()
-ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || packages+=(mesa-vulkan-drivers libvulkan1)
-command -v chromium >/dev/null || packages+=(chromium)
-command -v chromedriver >/dev/null || packages+=(chromium-driver)
-if [ ${#packages[@]} -gt 0 ]; then
-    step "installing ${packages[*]} (lavapipe for the GPU tests, Chromium for the browser check)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
-fi
+# lavapipe (Vulkan on the CPU) for the GPU tests; Chromium and its driver for
+# the browser checks; Node.js and npm for the end-to-end tests
+ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || apt_install mesa-vulkan-drivers libvulkan1
+ensure_apt chromium:chromium chromedriver:chromium-driver node:nodejs npm:npm
+ensure_wasm_bindgen
+ensure_trunk
 
-WASM_BINDGEN_VERSION=0.2.130 # the same as the wasm-bindgen pin in Cargo.toml
-if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
-    step "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION"
-    # Without --locked: its own lock file pins a crate version crates.io no
-    # longer serves. The version itself is pinned.
-    cargo install wasm-bindgen-cli --version "=$WASM_BINDGEN_VERSION"
-fi
 # wgpu warns without a runtime directory; any private one will do.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 
@@ -55,7 +46,14 @@ CHROMEDRIVER="$(command -v chromedriver)" \
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 WASM_BINDGEN_TEST_TIMEOUT=300 \
     cargo test --locked --target wasm32-unknown-unknown --test web_gpu 2>&1 | tee -a "$log"
+step "the web page: trunk build --release, then end to end in headless Chromium"
+cargo fetch --locked
+trunk build --release
+(cd web && npm ci --no-audit --no-fund && node e2e.mjs) 2>&1 | tee "$log.e2e"
+printf 'gzip size of the wasm: %s bytes\n' "$(gzip -9 -c dist/*.wasm | wc -c)"
+
 # One closing line over every test binary.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1) } }
      END { printf "cargo: %d passed, %d failed\n", p, f }' "$log"
-rm -f "$log"
+printf 'e2e: %d modes passed\n' "$(grep -c ': ok' "$log.e2e")"
+rm -f "$log" "$log.e2e"

@@ -32,6 +32,8 @@ pub struct Playground {
     fps: f64,
     last_frame: Option<Instant>,
     show_help: bool,
+    /// the page title last set (web: the tab shows the run's progress)
+    title: String,
 }
 
 impl Playground {
@@ -65,6 +67,7 @@ impl Playground {
             fps: 0.0,
             last_frame: None,
             show_help: false,
+            title: String::new(),
         };
         app.reset();
         app
@@ -392,14 +395,53 @@ impl eframe::App for Playground {
         egui::CentralPanel::default().show(ui, |ui| self.views_ui(ui));
         let ctx = ui.ctx().clone();
         self.help_ui(&ctx);
+        self.update_title();
     }
+}
+
+impl Playground {
+    /// The run's progress in the page title: visible in the tab while training
+    /// in the background, and read by the end-to-end tests.
+    fn update_title(&mut self) {
+        let Some(session) = &self.session else {
+            return;
+        };
+        let title = match session.losses.len() {
+            0 => format!("Flow Playground | {} | step 0", session.target.name()),
+            n => {
+                let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len() as f32;
+                let k = n.min(20);
+                format!(
+                    "Flow Playground | {} | step {n} | loss {:.3} (first {:.3})",
+                    session.target.name(),
+                    mean(&session.losses[n - k..]),
+                    mean(&session.losses[..k])
+                )
+            }
+        };
+        if title != self.title {
+            set_page_title(&title);
+            self.title = title;
+        }
+    }
+}
+
+/// Sets the browser tab's title (web only).
+fn set_page_title(title: &str) {
+    #[cfg(target_arch = "wasm32")]
+    {
+        if let Some(document) = web_sys::window().and_then(|w| w.document()) {
+            document.set_title(title);
+        }
+    }
+    let _ = title;
 }
 
 /// The page's URL query (web), or nothing (native).
 fn page_query() -> String {
     #[cfg(target_arch = "wasm32")]
     {
-        if let Some(search) = eframe::web_sys::window().and_then(|w| w.location().search().ok()) {
+        if let Some(search) = web_sys::window().and_then(|w| w.location().search().ok()) {
             return search;
         }
     }
@@ -410,7 +452,7 @@ fn page_query() -> String {
 fn page_link(query: &str) -> String {
     #[cfg(target_arch = "wasm32")]
     {
-        if let Some(location) = eframe::web_sys::window().map(|w| w.location())
+        if let Some(location) = web_sys::window().map(|w| w.location())
             && let (Ok(origin), Ok(path)) = (location.origin(), location.pathname())
         {
             return format!("{origin}{path}?{query}");
@@ -423,7 +465,7 @@ fn page_link(query: &str) -> String {
 fn set_page_query(query: &str) {
     #[cfg(target_arch = "wasm32")]
     {
-        if let Some(history) = eframe::web_sys::window().and_then(|w| w.history().ok()) {
+        if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
             let _ = history.replace_state_with_url(
                 &eframe::wasm_bindgen::JsValue::NULL,
                 "",

@@ -1,0 +1,46 @@
+# Installs, at pinned versions, the tools the project's two commands need.
+# Sourced by scripts/serve.sh and scripts/test.sh; each function skips what is
+# already there at the right version.
+
+WASM_BINDGEN_VERSION=0.2.130 # the same as the wasm-bindgen pin in Cargo.toml
+TRUNK_VERSION=0.21.14        # 0.22 needs a newer rustc than this toolchain
+
+step() { printf '\n== %s\n' "$*"; }
+
+ensure_wasm_target() {
+    rustup target list --installed | grep -q '^wasm32-unknown-unknown$' \
+        || rustup target add wasm32-unknown-unknown
+}
+
+ensure_wasm_bindgen() {
+    if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
+        step "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION"
+        # Without --locked: its own lock file pins a crate version crates.io no
+        # longer serves. The version itself is pinned.
+        cargo install wasm-bindgen-cli --version "=$WASM_BINDGEN_VERSION"
+    fi
+}
+
+ensure_trunk() {
+    if [ "$(trunk --version 2>/dev/null)" != "trunk $TRUNK_VERSION" ]; then
+        step "installing trunk $TRUNK_VERSION (several minutes on a cold machine)"
+        cargo install trunk --version "=$TRUNK_VERSION" --locked
+    fi
+}
+
+apt_install() {
+    step "installing $*"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
+}
+
+# apt packages given as "command:package" pairs, installed when the command is missing.
+ensure_apt() {
+    local missing=()
+    for pair in "$@"; do
+        command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        apt_install "${missing[@]}"
+    fi
+}

@@ -1,0 +1,118 @@
+// End-to-end tests of the built page (../dist, from `trunk build --release`) in
+// headless Chromium, in two modes: WebGPU on (SwiftShader) and WebGPU off (the
+// page falls back to WebGL2 for drawing). Each mode loads a shared link, checks
+// that the page starts without console errors, restores the link's settings,
+// starts training with the space key, sees the loss fall, and keeps
+// screenshots in web/artifacts/. Exits non-zero on the first failure.
+//
+// The page reports its progress in the tab title
+// ("Flow Playground | rings | step N | loss L (first F)").
+
+import { chromium } from 'playwright-core';
+import { createServer } from 'node:http';
+import { readFile, mkdir } from 'node:fs/promises';
+import { extname, join, normalize } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const dist = join(here, '..', 'dist');
+const artifacts = join(here, 'artifacts');
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+
+const types = {
+  '.html': 'text/html',
+  '.js': 'text/javascript',
+  '.wasm': 'application/wasm',
+  '.json': 'application/json',
+  '.png': 'image/png',
+  '.css': 'text/css',
+};
+
+/** A static server for dist/ on a free port. */
+async function serve() {
+  const server = createServer(async (req, res) => {
+    const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
+    const file = join(dist, path.endsWith('/') ? join(path, 'index.html') : path);
+    try {
+      const body = await readFile(file);
+      res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' });
+      res.end(body);
+    } catch {
+      res.writeHead(404);
+      res.end('not found');
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  return server;
+}
+
+const common = [
+  '--no-sandbox', '--disable-dev-shm-usage', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
+];
+const modes = {
+  webgpu: [...common, '--enable-unsafe-webgpu', '--enable-features=Vulkan',
+    '--use-vulkan=swiftshader', '--use-angle=swiftshader'],
+  'no-webgpu': [...common, '--use-angle=swiftshader'],
+};
+
+function progress(title) {
+  const m = /step (\d+)(?: \| loss (-?[\d.]+) \(first (-?[\d.]+)\))?/.exec(title);
+  return m ? { step: Number(m[1]), loss: Number(m[2]), first: Number(m[3]) } : null;
+}
+
+async function waitFor(what, check, seconds) {
+  const end = Date.now() + seconds * 1000;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((ok) => setTimeout(ok, 250));
+  }
+}
+
+async function runMode(name, args, base) {
+  const browser = await chromium.launch({ executablePath: chromiumPath, args, headless: true });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  const started = Date.now();
+  // a shared link: a radial flow on the rings, with one setting the page must ignore
+  await page.goto(`${base}/?target=rings&flow=radial&family=cubic&stack=8&batch=256&spf=8&lr=0.01&colour=red`);
+  await waitFor('the page to start', async () => (await page.title()).includes('step 0'), 120);
+  const firstPaint = Date.now() - started;
+  const title = await page.title();
+  if (!title.includes('rings')) throw new Error(`${name}: the link's target was not restored: ${title}`);
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: join(artifacts, `${name}-opened.png`) });
+  // focus the canvas (an empty part of the view), then play with the space key
+  await page.mouse.click(1000, 600);
+  await page.keyboard.press('Space');
+  const trained = await waitFor('training to progress', async () => {
+    const p = progress(await page.title());
+    return p && p.step >= 400 ? p : null;
+  }, 120);
+  await page.screenshot({ path: join(artifacts, `${name}-training.png`) });
+  if (!(trained.loss < trained.first - 0.1)) {
+    throw new Error(`${name}: the loss did not fall: ${await page.title()}`);
+  }
+  if (errors.length) throw new Error(`${name}: console errors:\n${errors.join('\n')}`);
+  await browser.close();
+  console.log(`${name}: ok (first paint ${firstPaint} ms; step ${trained.step}, loss ${trained.first} -> ${trained.loss})`);
+}
+
+const server = await serve();
+const base = `http://127.0.0.1:${server.address().port}`;
+await mkdir(artifacts, { recursive: true });
+let failed = false;
+for (const [name, args] of Object.entries(modes)) {
+  try {
+    await runMode(name, args, base);
+  } catch (e) {
+    failed = true;
+    console.error(`${name}: FAILED: ${e.message}`);
+  }
+}
+server.close();
+process.exit(failed ? 1 : 0);
