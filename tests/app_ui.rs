@@ -93,10 +93,12 @@ fn a_coupling_flow_trains_on_the_checkerboard() {
 }
 
 #[test]
-fn a_learning_rate_that_diverges_stops_training_with_a_message() {
+fn a_step_that_overflows_stops_training_with_a_message() {
     let mut settings = small("moons", FlowKind::Radial);
     settings.family = "sinh".into();
-    settings.learning_rate = 1.0;
+    // far beyond the slider's range (a link cannot ask for it either): Adam
+    // moves every raw parameter by ~50 a step, and sinh's exponentials overflow
+    settings.learning_rate = 50.0;
     settings.stack = 32;
     let mut h = harness(settings);
     h.get_by_label("Play").click();
@@ -114,4 +116,42 @@ fn a_learning_rate_that_diverges_stops_training_with_a_message() {
     h.get_by_label("Reset").click();
     h.run_steps(2);
     assert_eq!(steps(&h), 0);
+}
+
+/// With a GPU (lavapipe here) the run trains there: the backend says so, the
+/// loss falls, and the views come from the GPU kernels.
+#[test]
+fn the_run_trains_on_the_gpu_when_there_is_one() {
+    let mut h = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .wgpu()
+        .build_eframe(|_cc| {
+            let mut app = Playground::with_settings(small("rings", FlowKind::Radial));
+            app.find_gpu();
+            app
+        });
+    h.run_steps(3);
+    let session = h.state().session().unwrap();
+    assert!(session.on_gpu(), "backend: {}", session.backend);
+    h.get_by_label_contains("backend: GPU");
+    let before = session.picture_version;
+    h.get_by_label("Play").click();
+    h.run_steps(40);
+    let session = h.state().session().unwrap();
+    assert!(
+        session.steps_done() > 40,
+        "only {} steps",
+        session.steps_done()
+    );
+    assert!(
+        session.picture_version > before,
+        "the views were not redrawn"
+    );
+    let losses = &session.losses;
+    let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len() as f32;
+    assert!(
+        mean(&losses[losses.len() - 20..]) < mean(&losses[..20]),
+        "the loss did not fall"
+    );
+    screenshot(&mut h, "app-rings-radial-gpu");
 }

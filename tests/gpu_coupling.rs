@@ -313,3 +313,52 @@ fn deformed_grids_are_pushed_between_gpu_buffers() {
         assert_display_matches_cpu(label, model.as_flow(), &latent, &pushed, &x, &log_q);
     }
 }
+
+/// Several steps with one read-back (the app's way) train exactly as the same
+/// steps one at a time, for both kinds of flow; a non-finite loss among them
+/// restores the state from before them.
+#[test]
+fn batched_steps_match_single_steps_and_restore_on_nan() {
+    use flowplay::flow::{RadialConditioner, RadialFlow, RadialSpec};
+    let mut rng = Rng::seeded(18);
+    let radial = RadialSpec {
+        dim: 2,
+        stack: Stack::uniform(Family::Cubic, 4),
+        conditioner: RadialConditioner::Direct,
+    };
+    let radial =
+        RadialFlow::<f64>::init(radial, Some(&[0.0, 0.0]), Some(&[0.0, 0.0]), &mut rng).unwrap();
+    for model in [
+        FlowModel::Coupling(flow(Family::CubicRational, 1, &mut rng)),
+        FlowModel::Radial(radial),
+    ] {
+        let train = settings(64, Loss::ForwardKl);
+        let mut one =
+            GpuTrainer::new(context(), model.clone(), Target::Moons, train.clone()).unwrap();
+        let mut batched = GpuTrainer::new(context(), model.clone(), Target::Moons, train).unwrap();
+        let single: Vec<f64> = (0..6).map(|_| one.step().unwrap()).collect();
+        let together = pollster::block_on(batched.steps_async(6)).unwrap();
+        assert_eq!(single, together);
+        assert_eq!(batched.steps_done(), 6);
+        let (a, b) = (one.model(), batched.model());
+        assert_eq!(a.as_flow().params(), b.as_flow().params());
+    }
+    // a shift of 1e20 overflows |z|^2: nothing of the batch is kept
+    let mut bad = flow(Family::Affine, 1, &mut rng);
+    let n = bad.params().len();
+    bad.params_mut()[n - 1] = 1e20;
+    let before: Vec<f64> = bad.params().iter().map(|&v| (v as f32) as f64).collect();
+    let mut gpu = GpuTrainer::new(
+        context(),
+        FlowModel::Coupling(bad),
+        Target::Moons,
+        settings(32, Loss::ForwardKl),
+    )
+    .unwrap();
+    match pollster::block_on(gpu.steps_async(4)) {
+        Err(TrainError::NonFinite { step: 1 }) => {}
+        other => panic!("expected a non-finite first step, got {other:?}"),
+    }
+    assert_eq!(gpu.steps_done(), 0);
+    assert_eq!(gpu.model().as_flow().params(), &before[..]);
+}

@@ -6,7 +6,8 @@
 // screenshots in web/artifacts/. Exits non-zero on the first failure.
 //
 // The page reports its progress in the tab title
-// ("Flow Playground | rings | step N | loss L (first F)").
+// ("Flow Playground | rings | GPU | step N | loss L (first F)"): with WebGPU the
+// run must train on the GPU, without it on the CPU.
 
 import { chromium } from 'playwright-core';
 import { createServer } from 'node:http';
@@ -51,9 +52,12 @@ const common = [
   '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
 ];
 const modes = {
-  webgpu: [...common, '--enable-unsafe-webgpu', '--enable-features=Vulkan',
-    '--use-vulkan=swiftshader', '--use-angle=swiftshader'],
-  'no-webgpu': [...common, '--use-angle=swiftshader'],
+  webgpu: {
+    args: [...common, '--enable-unsafe-webgpu', '--enable-features=Vulkan',
+      '--use-vulkan=swiftshader', '--use-angle=swiftshader'],
+    device: 'GPU',
+  },
+  'no-webgpu': { args: [...common, '--use-angle=swiftshader'], device: 'CPU' },
 };
 
 function progress(title) {
@@ -71,24 +75,33 @@ async function waitFor(what, check, seconds) {
   }
 }
 
-async function runMode(name, args, base) {
+async function runMode(name, { args, device }, base) {
   const browser = await chromium.launch({ executablePath: chromiumPath, args, headless: true });
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const errors = [];
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  // errors, and WebGPU's validation messages (Chromium logs those as warnings)
+  page.on('console', (m) => {
+    const bad = m.type() === 'error' || (m.type() === 'warning' && /Invalid|While validating/.test(m.text()));
+    if (bad) errors.push(m.text().slice(0, 500));
+  });
   page.on('pageerror', (e) => errors.push(String(e)));
   const started = Date.now();
   // a shared link: a radial flow on the rings, with one setting the page must ignore
-  await page.goto(`${base}/?target=rings&flow=radial&family=cubic&stack=8&batch=256&spf=8&lr=0.01&colour=red`);
+  await page.goto(`${base}/?target=rings&flow=radial&family=cubic&stack=8&batch=256&spf=64&lr=0.01&colour=red`);
   await waitFor('the page to start', async () => (await page.title()).includes('step 0'), 120);
   const firstPaint = Date.now() - started;
-  const title = await page.title();
+  // in a browser the GPU is found asynchronously; the run moves there before it starts
+  const title = await waitFor(`the run on the ${device}`, async () => {
+    const t = await page.title();
+    return t.includes(`| ${device} |`) ? t : null;
+  }, 30);
   if (!title.includes('rings')) throw new Error(`${name}: the link's target was not restored: ${title}`);
   await page.waitForTimeout(500);
   await page.screenshot({ path: join(artifacts, `${name}-opened.png`) });
   // focus the canvas (an empty part of the view), then play with the space key
   await page.mouse.click(1000, 600);
   await page.keyboard.press('Space');
+  const playedAt = Date.now();
   const trained = await waitFor('training to progress', async () => {
     const p = progress(await page.title());
     return p && p.step >= 400 ? p : null;
@@ -99,16 +112,17 @@ async function runMode(name, args, base) {
   }
   if (errors.length) throw new Error(`${name}: console errors:\n${errors.join('\n')}`);
   await browser.close();
-  console.log(`${name}: ok (first paint ${firstPaint} ms; step ${trained.step}, loss ${trained.first} -> ${trained.loss})`);
+  const seconds = (Date.now() - playedAt) / 1000;
+  console.log(`${name}: ok on the ${device} (first paint ${firstPaint} ms; step ${trained.step} in ${seconds.toFixed(1)} s, loss ${trained.first} -> ${trained.loss})`);
 }
 
 const server = await serve();
 const base = `http://127.0.0.1:${server.address().port}`;
 await mkdir(artifacts, { recursive: true });
 let failed = false;
-for (const [name, args] of Object.entries(modes)) {
+for (const [name, mode] of Object.entries(modes)) {
   try {
-    await runMode(name, args, base);
+    await runMode(name, mode, base);
   } catch (e) {
     failed = true;
     console.error(`${name}: FAILED: ${e.message}`);

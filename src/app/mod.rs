@@ -6,9 +6,12 @@ pub mod session;
 pub mod settings;
 pub mod views;
 
+use crate::gpu::GpuContext;
 use eframe::egui::{self, Key, RichText, Vec2};
 use session::{Session, Status};
 use settings::{FAMILIES, FLOW_KINDS, Settings, target_names};
+use std::cell::RefCell;
+use std::rc::Rc;
 use views::{Overlays, Scale};
 use web_time::{Duration, Instant};
 
@@ -24,6 +27,8 @@ pub struct Playground {
     /// why the last reset failed, or what a shared link had that was ignored
     message: Option<String>,
     texture: Option<egui::TextureHandle>,
+    /// the session picture the texture shows
+    texture_version: u64,
     target_texture: Option<egui::TextureHandle>,
     scale: Scale,
     overlays: Overlays,
@@ -34,13 +39,26 @@ pub struct Playground {
     show_help: bool,
     /// the page title last set (web: the tab shows the run's progress)
     title: String,
+    /// the GPU, once found (in a browser that takes a moment)
+    gpu: Rc<RefCell<GpuStatus>>,
+    /// train on the GPU when there is one (the user may choose the CPU)
+    prefer_gpu: bool,
+}
+
+/// Whether the app has a GPU to train on.
+pub enum GpuStatus {
+    Starting,
+    Ready(GpuContext),
+    Unavailable(String),
 }
 
 impl Playground {
-    /// The app with settings from the page's URL (on the web) or the defaults.
+    /// The app with settings from the page's URL (on the web) or the defaults,
+    /// looking for a GPU to train on.
     pub fn new(_cc: &eframe::CreationContext<'_>) -> Self {
         let (settings, ignored) = Settings::from_query(&page_query());
         let mut app = Self::with_settings(settings);
+        app.find_gpu();
         if !ignored.is_empty() {
             app.message = Some(format!(
                 "The link's {} was not understood and was ignored.",
@@ -57,6 +75,7 @@ impl Playground {
             session: None,
             message: None,
             texture: None,
+            texture_version: 0,
             target_texture: None,
             scale: Scale::Log,
             overlays: Overlays {
@@ -68,9 +87,59 @@ impl Playground {
             last_frame: None,
             show_help: false,
             title: String::new(),
+            gpu: Rc::new(RefCell::new(GpuStatus::Starting)),
+            prefer_gpu: true,
         };
         app.reset();
         app
+    }
+
+    /// Looks for a GPU (natively at once; in a browser the answer arrives
+    /// later and the run moves to the GPU if it has not started).
+    pub fn find_gpu(&mut self) {
+        let slot = Rc::clone(&self.gpu);
+        let found = async move {
+            let status = match GpuContext::new().await {
+                Ok(ctx) => GpuStatus::Ready(ctx),
+                Err(e) => GpuStatus::Unavailable(e),
+            };
+            *slot.borrow_mut() = status;
+        };
+        #[cfg(target_arch = "wasm32")]
+        wasm_bindgen_futures::spawn_local(found);
+        #[cfg(not(target_arch = "wasm32"))]
+        pollster::block_on(found);
+        self.adopt_gpu();
+    }
+
+    /// The GPU context to train on, if there is one and the user wants it.
+    fn gpu_context(&self) -> Option<GpuContext> {
+        match &*self.gpu.borrow() {
+            GpuStatus::Ready(ctx) if self.prefer_gpu => Some(ctx.clone()),
+            _ => None,
+        }
+    }
+
+    /// Moves a CPU run that has not started onto a GPU that has just been found.
+    fn adopt_gpu(&mut self) {
+        let ready = self.gpu_context().is_some();
+        if ready
+            && let Some(session) = &self.session
+            && !session.on_gpu()
+            && session.steps_done() == 0
+            && !session.backend.contains("the GPU cannot")
+        {
+            self.reset();
+        }
+    }
+
+    /// Why there is no GPU, if there is none.
+    fn gpu_note(&self) -> Option<String> {
+        match &*self.gpu.borrow() {
+            GpuStatus::Starting => Some("looking for a GPU...".into()),
+            GpuStatus::Unavailable(e) => Some(format!("no GPU: {e}")),
+            GpuStatus::Ready(_) => None,
+        }
     }
 
     /// The current training session, if the settings built one.
@@ -80,7 +149,7 @@ impl Playground {
 
     /// Starts over from the edited settings (a new model at step 0).
     pub fn reset(&mut self) {
-        match Session::new(self.settings.clone()) {
+        match Session::new(self.settings.clone(), self.gpu_context()) {
             Ok(session) => {
                 self.session = Some(session);
                 self.message = None;
@@ -105,7 +174,6 @@ impl Playground {
             s.status = Status::Paused;
             s.train_for(1, Duration::from_secs(10));
             s.refresh_picture();
-            self.texture = None;
         }
     }
 
@@ -241,13 +309,32 @@ impl Playground {
         if let Some(session) = &self.session {
             ui.label(format!("parameters: {}", session.n_params));
             ui.label(format!("backend: {}", session.backend))
-                .on_hover_text("Where training runs. This version trains on the CPU, in the page.");
+                .on_hover_text(
+                    "Where training runs: the GPU through WebGPU (natively Vulkan), or the CPU.",
+                );
+            let note = if session.on_gpu() {
+                None
+            } else {
+                self.gpu_note()
+            };
+            if let Some(note) = note {
+                ui.label(RichText::new(note).small());
+            }
             ui.label(format!(
                 "step {} | {:.0} steps/s | {:.0} fps",
                 session.steps_done(),
                 session.steps_per_second,
                 self.fps
             ));
+        }
+        if ui
+            .checkbox(&mut self.prefer_gpu, "train on the GPU")
+            .on_hover_text(
+                "Where there is a GPU; untick to compare with the CPU. Applies at the next reset.",
+            )
+            .changed()
+        {
+            self.reset();
         }
         ui.separator();
         ui.checkbox(&mut self.overlays.grid, "deformed grid")
@@ -291,14 +378,20 @@ impl Playground {
             });
         }
         let scale = self.scale;
-        let texture = self.texture.get_or_insert_with(|| {
+        if session.picture_version != self.texture_version {
+            self.texture = None;
+            self.texture_version = session.picture_version;
+        }
+        // a GPU run's first picture arrives a moment after it starts
+        if self.texture.is_none() && session.picture.n > 0 {
             let values = views::normalized(&session.picture.log_q, scale);
-            ui.ctx().load_texture(
+            self.texture = Some(ui.ctx().load_texture(
                 "model density",
                 views::image(&values, session.picture.n),
                 egui::TextureOptions::LINEAR,
-            )
-        });
+            ));
+        }
+        let texture = self.texture.as_ref();
         let target_texture = if session.target_log_density.is_empty() {
             None
         } else {
@@ -361,18 +454,26 @@ impl eframe::App for Playground {
         }
         self.last_frame = Some(now);
         self.keyboard(ui);
-        if let Some(session) = &mut self.session
-            && session.status == Status::Running
-        {
-            session.train_for(session.settings.steps_per_frame, TRAIN_BUDGET);
-            if now.duration_since(self.last_picture) >= PICTURE_INTERVAL
-                || session.status != Status::Running
-            {
-                session.refresh_picture();
-                self.texture = None;
-                self.last_picture = now;
+        self.adopt_gpu();
+        if matches!(*self.gpu.borrow(), GpuStatus::Starting) {
+            // the browser answers the GPU request between frames
+            ui.ctx().request_repaint_after(Duration::from_millis(100));
+        }
+        if let Some(session) = &mut self.session {
+            session.poll();
+            if session.status == Status::Running {
+                session.train_for(session.settings.steps_per_frame, TRAIN_BUDGET);
+                if now.duration_since(self.last_picture) >= PICTURE_INTERVAL
+                    || session.status != Status::Running
+                {
+                    session.refresh_picture();
+                    self.last_picture = now;
+                }
+                ui.ctx().request_repaint();
+            } else if session.on_gpu() {
+                // GPU results arrive asynchronously
+                ui.ctx().request_repaint_after(Duration::from_millis(100));
             }
-            ui.ctx().request_repaint();
         }
         egui::Panel::left("controls")
             .resizable(false)
@@ -406,13 +507,17 @@ impl Playground {
         let Some(session) = &self.session else {
             return;
         };
+        let device = if session.on_gpu() { "GPU" } else { "CPU" };
         let title = match session.losses.len() {
-            0 => format!("Flow Playground | {} | step 0", session.target.name()),
+            0 => format!(
+                "Flow Playground | {} | {device} | step 0",
+                session.target.name()
+            ),
             n => {
                 let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len() as f32;
                 let k = n.min(20);
                 format!(
-                    "Flow Playground | {} | step {n} | loss {:.3} (first {:.3})",
+                    "Flow Playground | {} | {device} | step {n} | loss {:.3} (first {:.3})",
                     session.target.name(),
                     mean(&session.losses[n - k..]),
                     mean(&session.losses[..k])

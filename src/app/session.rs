@@ -1,13 +1,22 @@
 //! One training run in the page: the trainer, its loss history, and what the
 //! views draw (density grid, samples, the deformed grid), refreshed on a
 //! schedule so training keeps most of each frame.
+//!
+//! A run trains on the GPU where there is one (WebGPU in the browser, Vulkan
+//! natively) and on the CPU otherwise. GPU work is asynchronous, since a
+//! browser cannot wait for the GPU inside a frame: each frame hands the trainer
+//! to a task that runs its steps (and, when due, the view kernels) and hands
+//! it back through an inbox; natively the task runs to completion at once.
 
 use super::settings::Settings;
 use crate::flow::{FlowModel, grid};
+use crate::gpu::{GpuContext, GpuTrainer};
 use crate::rng::Rng;
 use crate::target::{Target, TargetKind};
 use crate::train::metrics::log_normal;
 use crate::train::{CpuTrainer, TrainError, TrainSettings, Trainer};
+use std::cell::RefCell;
+use std::rc::Rc;
 use web_time::{Duration, Instant};
 
 /// The square of data space the views show.
@@ -36,10 +45,42 @@ pub struct Picture {
     pub center: Option<[f32; 2]>,
 }
 
+/// What a GPU task hands back to its session.
+#[derive(Default)]
+struct Inbox {
+    /// the trainer, when no task holds it
+    trainer: Option<GpuTrainer>,
+    losses: Vec<f64>,
+    error: Option<String>,
+    picture: Option<Picture>,
+    checkpoint: Option<(usize, FlowModel<f64>)>,
+    steps_done: usize,
+    /// seconds the last task's steps took
+    seconds: f64,
+}
+
+/// Where the run trains.
+enum Backend {
+    Cpu(Box<dyn Trainer>),
+    Gpu(Rc<RefCell<Inbox>>),
+}
+
+/// Runs `task` to completion: natively now, in a browser on its event loop.
+fn spawn(task: impl std::future::Future<Output = ()> + 'static) {
+    #[cfg(target_arch = "wasm32")]
+    wasm_bindgen_futures::spawn_local(task);
+    #[cfg(not(target_arch = "wasm32"))]
+    pollster::block_on(task);
+}
+
 pub struct Session {
     pub settings: Settings,
     pub target: Target,
-    trainer: Box<dyn Trainer>,
+    backend_impl: Backend,
+    /// the learning rate to give the GPU trainer when it is next home
+    pending_lr: Option<f64>,
+    /// when the views were last recomputed
+    last_picture: Option<Instant>,
     /// loss after every step
     pub losses: Vec<f32>,
     pub status: Status,
@@ -48,6 +89,8 @@ pub struct Session {
     /// the model at the last checkpoint with a finite loss (every 200 steps)
     checkpoint: Option<(usize, FlowModel<f64>)>,
     pub picture: Picture,
+    /// counts picture updates (the app redraws its texture when it changes)
+    pub picture_version: u64,
     /// target samples (sample targets) or its density grid (energy targets)
     pub target_samples: Vec<[f32; 2]>,
     pub target_log_density: Vec<f32>,
@@ -66,7 +109,9 @@ fn grid_size(model: &FlowModel<f64>) -> usize {
 }
 
 impl Session {
-    pub fn new(settings: Settings) -> Result<Self, String> {
+    /// A run of `settings`, on the GPU of `gpu` where it can train this flow
+    /// and target, else on the CPU (with the reason in `backend`).
+    pub fn new(settings: Settings, gpu: Option<GpuContext>) -> Result<Self, String> {
         let target = settings.target()?;
         let flow = settings.flow_config()?;
         let mut rng = Rng::seeded(settings.seed);
@@ -76,22 +121,45 @@ impl Session {
             learning_rate: settings.learning_rate,
             seed: settings.seed,
             loss: settings.loss()?,
-            threads: 1,
+            threads: crate::train::default_threads(),
         };
         let n_params = model.as_flow().n_params();
-        let trainer: Box<dyn Trainer> =
-            Box::new(CpuTrainer::<f32>::new(model, target.clone(), train)?);
-        let backend = trainer.backend();
+        let gpu_trainer = match gpu {
+            Some(ctx) => GpuTrainer::new(ctx, model.clone(), target.clone(), train.clone()),
+            None => Err("no GPU".into()),
+        };
+        let (backend_impl, backend) = match gpu_trainer {
+            Ok(trainer) => {
+                let name = trainer.backend();
+                let inbox = Inbox {
+                    trainer: Some(trainer),
+                    ..Inbox::default()
+                };
+                (Backend::Gpu(Rc::new(RefCell::new(inbox))), name)
+            }
+            Err(reason) => {
+                let trainer = CpuTrainer::<f32>::new(model, target.clone(), train)?;
+                let name = if reason == "no GPU" {
+                    trainer.backend()
+                } else {
+                    format!("{} (the GPU cannot: {reason})", trainer.backend())
+                };
+                (Backend::Cpu(Box::new(trainer)), name)
+            }
+        };
         let mut session = Self {
             settings,
             target,
-            trainer,
+            backend_impl,
+            pending_lr: None,
+            last_picture: None,
             losses: Vec::new(),
             status: Status::Paused,
             n_params,
             backend,
             checkpoint: None,
             picture: Picture::default(),
+            picture_version: 0,
             target_samples: Vec::new(),
             target_log_density: Vec::new(),
             rng,
@@ -102,35 +170,57 @@ impl Session {
         Ok(session)
     }
 
+    /// Takes in what a GPU task handed back (call once a frame; a no-op on
+    /// the CPU). While paused it also starts a task to redraw the views when
+    /// they are due; while running, `train_for` does that with the steps.
+    pub fn poll(&mut self) {
+        if let Backend::Gpu(inbox) = &self.backend_impl {
+            let inbox = Rc::clone(inbox);
+            let launch = self.status != Status::Running;
+            self.gpu_frame(&inbox, 0, launch);
+        }
+    }
+
+    /// Whether the run trains on the GPU.
+    pub fn on_gpu(&self) -> bool {
+        matches!(self.backend_impl, Backend::Gpu(_))
+    }
+
     pub fn steps_done(&self) -> usize {
-        self.trainer.steps_done()
+        match &self.backend_impl {
+            Backend::Cpu(t) => t.steps_done(),
+            Backend::Gpu(inbox) => inbox.borrow().steps_done,
+        }
     }
 
     /// Up to `steps` training steps, stopping early when `budget` is spent
     /// (the page stays responsive whatever the settings).
     pub fn train_for(&mut self, steps: usize, budget: Duration) {
+        if let Backend::Gpu(inbox) = &self.backend_impl {
+            let inbox = Rc::clone(inbox);
+            self.gpu_frame(&inbox, steps, true);
+            return;
+        }
+        let Backend::Cpu(trainer) = &mut self.backend_impl else {
+            return;
+        };
         let start = Instant::now();
         let mut done = 0;
         while done < steps && start.elapsed() < budget {
-            match self.trainer.step() {
+            match trainer.step() {
                 Ok(loss) if loss.is_finite() && loss < 1e6 => {
                     self.losses.push(loss as f32);
-                    let step = self.trainer.steps_done();
+                    let step = trainer.steps_done();
                     if step.is_multiple_of(200) {
-                        self.checkpoint = Some((step, self.trainer.model()));
+                        self.checkpoint = Some((step, trainer.model()));
                     }
                 }
                 Ok(loss) => {
-                    self.status = Status::Stopped(format!(
-                        "training diverged (loss {loss:.3e} at step {}); lower the learning rate, or restore the last good state",
-                        self.trainer.steps_done()
-                    ));
+                    self.status = Status::Stopped(diverged(loss, trainer.steps_done()));
                     return;
                 }
-                Err(e @ (TrainError::NonFinite { .. } | TrainError::Backend(_))) => {
-                    self.status = Status::Stopped(format!(
-                        "{e}; the model is as before that step. Lower the learning rate and play, or restore the last good state"
-                    ));
+                Err(e) => {
+                    self.status = Status::Stopped(failed(&e));
                     return;
                 }
             }
@@ -157,7 +247,13 @@ impl Session {
         let Some((step, model)) = &self.checkpoint else {
             return Err("no checkpoint yet (one is kept every 200 steps)".into());
         };
-        self.trainer.set_model(model)?;
+        match &mut self.backend_impl {
+            Backend::Cpu(t) => t.set_model(model)?,
+            Backend::Gpu(inbox) => match inbox.borrow_mut().trainer.as_mut() {
+                Some(t) => t.set_model(model)?,
+                None => return Err("the GPU is busy; try again".into()),
+            },
+        }
         self.losses.truncate(*step);
         self.status = Status::Paused;
         self.refresh_picture();
@@ -166,12 +262,116 @@ impl Session {
 
     pub fn set_learning_rate(&mut self, lr: f64) {
         self.settings.learning_rate = lr;
-        self.trainer.set_learning_rate(lr);
+        match &mut self.backend_impl {
+            Backend::Cpu(t) => t.set_learning_rate(lr),
+            Backend::Gpu(_) => self.pending_lr = Some(lr),
+        }
     }
 
-    /// The current model, in float64.
-    pub fn model(&self) -> FlowModel<f64> {
-        self.trainer.model()
+    /// One frame of GPU training: take in what the last task handed back,
+    /// then (with `launch`) hand the trainer to a task for `steps` more steps
+    /// and the views, when due.
+    fn gpu_frame(&mut self, inbox: &Rc<RefCell<Inbox>>, steps: usize, launch: bool) {
+        let (trainer, losses, error, picture, checkpoint, seconds) = {
+            let mut b = inbox.borrow_mut();
+            if b.trainer.is_none() {
+                return; // a task holds it
+            }
+            (
+                b.trainer.take(),
+                std::mem::take(&mut b.losses),
+                b.error.take(),
+                b.picture.take(),
+                b.checkpoint.take(),
+                b.seconds,
+            )
+        };
+        let Some(mut trainer) = trainer else { return };
+        let done = losses.len();
+        for loss in losses {
+            if !(loss.is_finite() && loss < 1e6) {
+                self.status = Status::Stopped(diverged(loss, trainer.steps_done()));
+                break;
+            }
+            self.losses.push(loss as f32);
+        }
+        if let Some(e) = error {
+            self.status = Status::Stopped(e);
+        }
+        if let Some(p) = picture {
+            self.picture = p;
+            self.picture_version += 1;
+        }
+        if checkpoint.is_some() {
+            self.checkpoint = checkpoint;
+        }
+        if done > 0 && seconds > 0.0 {
+            let rate = done as f64 / seconds;
+            self.steps_per_second = if self.steps_per_second == 0.0 {
+                rate
+            } else {
+                0.8 * self.steps_per_second + 0.2 * rate
+            };
+        }
+        if let Some(lr) = self.pending_lr.take() {
+            trainer.set_learning_rate(lr);
+        }
+        let picture_due = self.last_picture.is_none();
+        if !launch || (steps == 0 && !picture_due) {
+            inbox.borrow_mut().trainer = Some(trainer);
+            return;
+        }
+        let plan = picture_due.then(|| self.picture_inputs());
+        if picture_due {
+            self.last_picture = Some(Instant::now());
+        }
+        let inbox = Rc::clone(inbox);
+        spawn(async move {
+            let start = Instant::now();
+            let mut losses = Vec::new();
+            let mut error = None;
+            let mut checkpoint = None;
+            let before = trainer.steps_done();
+            match trainer.steps_async(steps).await {
+                Ok(done) => losses = done,
+                Err(e) => error = Some(failed(&e)),
+            }
+            let after = trainer.steps_done();
+            if after / 200 > before / 200 {
+                checkpoint = Some((after, trainer.model_async().await));
+            }
+            let seconds = start.elapsed().as_secs_f64();
+            let picture = match plan {
+                Some(inputs) => match gpu_picture(&mut trainer, inputs).await {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        error.get_or_insert(format!("the GPU failed while drawing: {e}"));
+                        None
+                    }
+                },
+                None => None,
+            };
+            let mut b = inbox.borrow_mut();
+            b.losses.extend(losses);
+            b.error = error.or(b.error.take());
+            if picture.is_some() {
+                b.picture = picture;
+            }
+            if checkpoint.is_some() {
+                b.checkpoint = checkpoint;
+            }
+            b.seconds = seconds;
+            b.steps_done = trainer.steps_done();
+            b.trainer = Some(trainer);
+        });
+    }
+
+    /// Latent points for the views' samples (drawn from the session's stream).
+    fn picture_inputs(&mut self) -> PictureInputs {
+        PictureInputs {
+            n: 96,
+            latent: (0..2 * 1500).map(|_| self.rng.normal() as f32).collect(),
+        }
     }
 
     fn draw_target(&mut self) {
@@ -195,9 +395,19 @@ impl Session {
         }
     }
 
-    /// Recomputes what the views draw from the current model (on the CPU).
+    /// Recomputes what the views draw from the current model (GPU runs do it
+    /// in their next task).
     pub fn refresh_picture(&mut self) {
-        let model = self.trainer.model();
+        let model = match &self.backend_impl {
+            Backend::Cpu(t) => t.model(),
+            Backend::Gpu(inbox) => {
+                let inbox = Rc::clone(inbox);
+                self.last_picture = None;
+                let launch = self.status != Status::Running;
+                self.gpu_frame(&inbox, 0, launch);
+                return;
+            }
+        };
         let n = grid_size(&model);
         let model32: FlowModel<f32> = model.cast();
         let flow = model32.as_flow();
@@ -213,32 +423,15 @@ impl Session {
         let mut ld_s = vec![0.0f32; 1500];
         flow.x_from_z(&latent, &mut x, &mut ld_s);
         let samples = x.chunks(2).map(|p| [p[0], p[1]]).collect();
-        let (lines, center) = match &model {
-            FlowModel::Radial(r) => {
-                let c = [r.center()[0], r.center()[1]];
-                let s = [r.log_scale()[0], r.log_scale()[1]];
-                let radii: Vec<f64> = (1..=8).map(|k| 0.4 * k as f64).collect();
-                (
-                    grid::polar(c, s, &radii, 16, 96),
-                    Some([c[0] as f32, c[1] as f32]),
-                )
-            }
-            _ => (grid::cartesian(-3.0, 3.0, 13, 64), None),
-        };
+        let (lines, center) = grid_lines(radial_geometry(&model));
         let latent: Vec<f32> = lines.points.iter().map(|&v| v as f32).collect();
         let mut pushed = vec![0.0f32; latent.len()];
         let mut ld_g = vec![0.0f32; lines.len()];
         flow.x_from_z(&latent, &mut pushed, &mut ld_g);
-        let lines = lines
-            .lines
-            .iter()
-            .map(|range| {
-                range
-                    .clone()
-                    .map(|i| ([pushed[2 * i], pushed[2 * i + 1]], ld_g[i]))
-                    .collect()
-            })
+        let with_ld: Vec<f32> = (0..lines.len())
+            .flat_map(|i| [pushed[2 * i], pushed[2 * i + 1], ld_g[i]])
             .collect();
+        let lines = cut_lines(&lines, &with_ld, 3);
         self.picture = Picture {
             log_q,
             n,
@@ -246,7 +439,94 @@ impl Session {
             lines,
             center,
         };
+        self.picture_version += 1;
     }
+}
+
+fn diverged(loss: f64, step: usize) -> String {
+    format!(
+        "training diverged (loss {loss:.3e} at step {step}); lower the learning rate, or restore the last good state"
+    )
+}
+
+fn failed(e: &TrainError) -> String {
+    format!(
+        "{e}; the model is as before that step. Lower the learning rate and play, or restore the last good state"
+    )
+}
+
+/// What a GPU task needs to draw the views.
+struct PictureInputs {
+    n: usize,
+    latent: Vec<f32>,
+}
+
+/// A radial flow's centre and log-scales (2D), which its polar grid follows.
+fn radial_geometry(model: &FlowModel<f64>) -> Option<([f64; 2], [f64; 2])> {
+    match model {
+        FlowModel::Radial(r) => Some((
+            [r.center()[0], r.center()[1]],
+            [r.log_scale()[0], r.log_scale()[1]],
+        )),
+        _ => None,
+    }
+}
+
+/// The deformed grid in latent space: polar around a radial flow's centre,
+/// else Cartesian; and the centre to mark.
+fn grid_lines(radial: Option<([f64; 2], [f64; 2])>) -> (grid::Polylines, Option<[f32; 2]>) {
+    match radial {
+        Some((c, s)) => {
+            let radii: Vec<f64> = (1..=8).map(|k| 0.4 * k as f64).collect();
+            (
+                grid::polar(c, s, &radii, 16, 96),
+                Some([c[0] as f32, c[1] as f32]),
+            )
+        }
+        None => (grid::cartesian(-3.0, 3.0, 13, 64), None),
+    }
+}
+
+/// Pushed grid points (x, y, log det per point) cut into the grid's lines.
+fn cut_lines(lines: &grid::Polylines, pushed: &[f32], width: usize) -> Vec<Vec<([f32; 2], f32)>> {
+    lines
+        .lines
+        .iter()
+        .map(|range| {
+            range
+                .clone()
+                .map(|i| {
+                    let p = &pushed[i * width..];
+                    ([p[0], p[1]], p[width - 1])
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The views' data from the GPU kernels: log q on the grid, samples and the
+/// deformed grid through `x_from_z`.
+async fn gpu_picture(trainer: &mut GpuTrainer, inputs: PictureInputs) -> Result<Picture, String> {
+    let n = inputs.n;
+    let points: Vec<f32> = grid_points(n).into_iter().map(|v| v as f32).collect();
+    let log_q = trainer.log_q_async(&points).await?;
+    let pushed = trainer.x_from_z_async(&inputs.latent).await?;
+    let samples = pushed.chunks(3).map(|p| [p[0], p[1]]).collect();
+    // the polar grid follows a radial flow's (trained) centre
+    let radial = match trainer {
+        GpuTrainer::Radial(_) => radial_geometry(&trainer.model_async().await),
+        GpuTrainer::Coupling(_) => None,
+    };
+    let (lines, center) = grid_lines(radial);
+    let latent: Vec<f32> = lines.points.iter().map(|&v| v as f32).collect();
+    let pushed_lines = trainer.x_from_z_async(&latent).await?;
+    Ok(Picture {
+        log_q,
+        n,
+        samples,
+        lines: cut_lines(&lines, &pushed_lines, 3),
+        center,
+    })
 }
 
 /// The centres of an n x n grid over [`VIEW`], row 0 at the top (y high).

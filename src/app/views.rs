@@ -76,19 +76,33 @@ pub struct Overlays {
 /// the radial centre. Returns the square it drew in.
 pub fn model_ui(
     ui: &mut egui::Ui,
-    texture: &egui::TextureHandle,
+    texture: Option<&egui::TextureHandle>,
     picture: &Picture,
     overlays: Overlays,
     side: f32,
 ) -> Rect {
     let (response, painter) = ui.allocate_painter(Vec2::splat(side), Sense::hover());
     let rect = response.rect;
-    painter.image(
-        texture.id(),
-        rect,
-        Rect::from_min_max(Pos2::ZERO, Pos2::new(1.0, 1.0)),
-        Color32::WHITE,
-    );
+    match texture {
+        Some(texture) => {
+            painter.image(
+                texture.id(),
+                rect,
+                Rect::from_min_max(Pos2::ZERO, Pos2::new(1.0, 1.0)),
+                Color32::WHITE,
+            );
+        }
+        None => {
+            painter.rect_filled(rect, 0.0, colour(0.0));
+            painter.text(
+                rect.center(),
+                egui::Align2::CENTER_CENTER,
+                "computing the density...",
+                egui::FontId::proportional(14.0),
+                Color32::WHITE,
+            );
+        }
+    }
     if overlays.grid {
         for line in &picture.lines {
             // colour each segment by how much the flow stretches there:

@@ -8,7 +8,8 @@ const NO_ADAPTER_HINT: &str = "install a Vulkan driver (on a machine without a G
 #[cfg(target_arch = "wasm32")]
 const NO_ADAPTER_HINT: &str = "this browser offers no WebGPU (it needs a recent Chrome, Edge or Firefox, and a secure https or localhost page)";
 
-/// An adapter, its device and queue.
+/// An adapter, its device and queue. Clones share the device (and its error slot).
+#[derive(Clone)]
 pub struct GpuContext {
     pub adapter_name: String,
     pub backend: String,

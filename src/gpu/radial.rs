@@ -392,14 +392,15 @@ impl GpuRadialTrainer {
 }
 
 impl GpuRadialTrainer {
-    /// One optimizer step: the batch drawn and uploaded, gradient and Adam on
-    /// the GPU; resolves with the batch loss once the GPU has run it.
-    pub async fn step_async(&mut self) -> Result<f64, TrainError> {
+    /// Records and submits step `t` (1-based, for Adam's bias correction):
+    /// the batch drawn and uploaded, gradient and Adam on the GPU; with
+    /// `backup` the state is first copied aside; with `history` the step's loss
+    /// is copied to that buffer at that byte offset. Nothing is read back.
+    fn submit_step(&mut self, t: i32, backup: bool, history: Option<(&wgpu::Buffer, u64)>) {
         let batch = self.draw_batch();
         self.ctx
             .queue
             .write_buffer(&self.points, 0, bytemuck::cast_slice(&batch));
-        let t = (self.steps + 1) as i32;
         let adam = [
             self.flow.n_params() as u32,
             (self.settings.learning_rate as f32).to_bits(),
@@ -412,11 +413,13 @@ impl GpuRadialTrainer {
         let size = (self.flow.n_params() * 4) as u64;
         let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
         // Keep the state before the step, to restore it if the step produces NaN.
-        for (src, dst) in [&self.params, &self.m, &self.v]
-            .into_iter()
-            .zip(&self.backup)
-        {
-            encoder.copy_buffer_to_buffer(src, 0, dst, 0, size);
+        if backup {
+            for (src, dst) in [&self.params, &self.m, &self.v]
+                .into_iter()
+                .zip(&self.backup)
+            {
+                encoder.copy_buffer_to_buffer(src, 0, dst, 0, size);
+            }
         }
         self.encode_gradient(&mut encoder);
         {
@@ -435,9 +438,63 @@ impl GpuRadialTrainer {
             pass.set_bind_group(0, &bind, &[]);
             pass.dispatch_workgroups((self.flow.n_params() as u32).div_ceil(WORKGROUP), 1, 1);
         }
+        if let Some((buffer, offset)) = history {
+            encoder.copy_buffer_to_buffer(&self.total, 0, buffer, offset, 4);
+        }
         self.ctx.queue.submit([encoder.finish()]);
-        // The loss and gradient of this step (native: waits; the app will read
-        // these asynchronously instead).
+    }
+
+    /// `n` optimizer steps submitted back to back, with one read-back of their
+    /// losses at the end (a browser's read-back takes a frame or more, so one
+    /// per step would cap training at the frame rate). If any step's loss is
+    /// not finite, the state from before the first of them is restored.
+    pub async fn steps_async(&mut self, n: usize) -> Result<Vec<f64>, TrainError> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let history = self.ctx.storage("loss history", &vec![0u8; n * 4], true);
+        for i in 0..n {
+            let t = (self.steps + 1 + i) as i32;
+            self.submit_step(t, i == 0, Some((&history, (i * 4) as u64)));
+        }
+        let bytes = self
+            .ctx
+            .read_back_async(&history, 0, history.size())
+            .await
+            .map_err(TrainError::Backend)?;
+        let losses: Vec<f64> = bytemuck::cast_slice::<u8, f32>(&bytes)
+            .iter()
+            .map(|&v| v as f64)
+            .collect();
+        if let Some(bad) = losses.iter().position(|v| !v.is_finite()) {
+            self.restore_backup();
+            return Err(TrainError::NonFinite {
+                step: self.steps + bad + 1,
+            });
+        }
+        self.steps += n;
+        Ok(losses)
+    }
+
+    /// Copies the backed-up state (parameters and Adam moments) back.
+    fn restore_backup(&self) {
+        let size = self.params.size();
+        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+        for (dst, src) in [&self.params, &self.m, &self.v]
+            .into_iter()
+            .zip(&self.backup)
+        {
+            encoder.copy_buffer_to_buffer(src, 0, dst, 0, size);
+        }
+        self.ctx.queue.submit([encoder.finish()]);
+    }
+
+    /// One optimizer step: the batch drawn and uploaded, gradient and Adam on
+    /// the GPU; resolves with the batch loss once the GPU has run it.
+    pub async fn step_async(&mut self) -> Result<f64, TrainError> {
+        self.submit_step((self.steps + 1) as i32, true, None);
+        // The loss and gradient of this step (one read-back per step: the CLI's
+        // way; the app runs `steps_async`).
         let bytes = self
             .ctx
             .read_back_async(&self.total, 0, self.total.size())
@@ -445,14 +502,7 @@ impl GpuRadialTrainer {
             .map_err(TrainError::Backend)?;
         let total: &[f32] = bytemuck::cast_slice(&bytes);
         if total.iter().any(|v| !v.is_finite()) {
-            let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
-            for (dst, src) in [&self.params, &self.m, &self.v]
-                .into_iter()
-                .zip(&self.backup)
-            {
-                encoder.copy_buffer_to_buffer(src, 0, dst, 0, size);
-            }
-            self.ctx.queue.submit([encoder.finish()]);
+            self.restore_backup();
             return Err(TrainError::NonFinite {
                 step: self.steps + 1,
             });

@@ -43,6 +43,15 @@ impl GpuTrainer {
         }
     }
 
+    /// `n` steps with one read-back of their losses (see the trainers'
+    /// `steps_async`); on a non-finite loss the state before them is restored.
+    pub async fn steps_async(&mut self, n: usize) -> Result<Vec<f64>, TrainError> {
+        match self {
+            Self::Radial(t) => t.steps_async(n).await,
+            Self::Coupling(t) => t.steps_async(n).await,
+        }
+    }
+
     /// The current model, read back from the GPU.
     pub async fn model_async(&self) -> FlowModel<f64> {
         match self {
