@@ -5,7 +5,7 @@
 
 use flowplay::bijection::{Family, Stack};
 use flowplay::flow::{Flow, FlowModel, RadialConditioner, RadialFlow, RadialSpec};
-use flowplay::gpu::GpuRadialTrainer;
+use flowplay::gpu::GpuTrainer;
 use flowplay::rng::Rng;
 use flowplay::target::Target;
 use flowplay::train::{Loss, TrainSettings, Trainer};
@@ -77,7 +77,7 @@ fn gpu_radial_loss_and_gradients_match_the_cpu() {
                 threads: 1,
             };
             let mut gpu =
-                GpuRadialTrainer::new(context(), FlowModel::Radial(flow.clone()), target, settings)
+                GpuTrainer::new(context(), FlowModel::Radial(flow.clone()), target, settings)
                     .unwrap();
             let (loss_gpu, grad_gpu) = gpu.loss_and_grad(&points32).unwrap();
             let label = format!("{family:?} {conditioner:?}");
@@ -142,8 +142,7 @@ fn gpu_radial_mixed_stacks_match_the_cpu() {
             threads: 1,
         };
         let mut gpu =
-            GpuRadialTrainer::new(context(), FlowModel::Radial(flow.clone()), target, settings)
-                .unwrap();
+            GpuTrainer::new(context(), FlowModel::Radial(flow.clone()), target, settings).unwrap();
         let (loss_gpu, grad_gpu) = gpu.loss_and_grad(&points32).unwrap();
         let label = format!("mixed {conditioner:?}");
         assert_matches_cpu(&label, loss_gpu, &grad_gpu, loss_cpu, &grad_cpu);
@@ -171,7 +170,7 @@ fn gpu_training_steps_lower_the_loss_and_keep_state_on_the_gpu() {
         threads: 1,
     };
     let mut gpu =
-        GpuRadialTrainer::new(context(), FlowModel::Radial(flow), Target::Rings, settings).unwrap();
+        GpuTrainer::new(context(), FlowModel::Radial(flow), Target::Rings, settings).unwrap();
     let first: f64 = (0..5).map(|_| gpu.step().unwrap()).sum::<f64>() / 5.0;
     for _ in 0..150 {
         gpu.step().unwrap();
@@ -218,7 +217,7 @@ fn recipe(
 /// initial model on the same batches.
 fn both_backends(config: &flowplay::train::run::RunConfig) -> (f64, f64) {
     use flowplay::train::run::{cpu_trainer, initial_model, report, train_with};
-    let gpu = GpuRadialTrainer::new(
+    let gpu = GpuTrainer::new(
         context(),
         initial_model(config).unwrap(),
         config.target.clone(),
@@ -304,7 +303,7 @@ fn gpu_reverse_kl_loss_and_gradients_match_the_cpu() {
                 loss: Loss::ReverseKl,
                 threads: 1,
             };
-            let mut gpu = GpuRadialTrainer::new(
+            let mut gpu = GpuTrainer::new(
                 context(),
                 FlowModel::Radial(flow.clone()),
                 target.clone(),
@@ -371,7 +370,7 @@ fn gpu_radial_flows_are_accurate_near_the_centre() {
             threads: 1,
         };
         let ctx = gpu_ctx.take().unwrap_or_else(context);
-        let gpu = GpuRadialTrainer::new(
+        let mut gpu = GpuTrainer::new(
             ctx,
             FlowModel::Radial(reference.clone()),
             Target::Moons,
@@ -425,7 +424,7 @@ fn oversized_batches_are_refused_clearly() {
         loss: Loss::ForwardKl,
         threads: 1,
     };
-    let err = GpuRadialTrainer::new(context(), FlowModel::Radial(flow), Target::Spiral, settings)
+    let err = GpuTrainer::new(context(), FlowModel::Radial(flow), Target::Spiral, settings)
         .err()
         .unwrap_or_default();
     assert!(err.contains("use a smaller batch"), "{err}");

@@ -9,13 +9,11 @@
 //! sum and Adam. Every operation's settings sit in one uniform buffer, written
 //! once.
 
+use super::optimizer::{FlowKernels, GpuOptimizer};
 use super::{GpuContext, kernels};
 use crate::flow::{CouplingFlow, CouplingSpec, Flow, FlowModel};
-use crate::rng::Rng;
 use crate::target::Target;
-#[cfg(not(target_arch = "wasm32"))]
-use crate::train::Trainer;
-use crate::train::{Loss, TrainError, TrainSettings};
+use crate::train::{Loss, TrainSettings};
 
 /// Bytes between two operations' settings (WebGPU's uniform offset alignment).
 const UNIFORM_STRIDE: u64 = 256;
@@ -339,7 +337,6 @@ struct Pipelines {
     couple_back: wgpu::ComputePipeline,
     loss: wgpu::ComputePipeline,
     sum: wgpu::ComputePipeline,
-    adam: wgpu::ComputePipeline,
 }
 
 /// A recorded operation list with its work buffer, for `n` points.
@@ -383,21 +380,10 @@ fn max_out(spec: &CouplingSpec) -> usize {
 
 /// A coupling flow's training state on the GPU.
 pub struct GpuCouplingTrainer {
+    opt: GpuOptimizer,
     ctx: GpuContext,
     flow: CouplingFlow<f64>,
-    target: Target,
-    settings: TrainSettings,
-    rng: Rng,
-    steps: usize,
     pipelines: Pipelines,
-    params: wgpu::Buffer,
-    /// the loss, then the gradient
-    grad: wgpu::Buffer,
-    m: wgpu::Buffer,
-    v: wgpu::Buffer,
-    backup: [wgpu::Buffer; 3],
-    adam_settings: wgpu::Buffer,
-    adam_bind: wgpu::BindGroup,
     train: Plan,
     log_q_plan: Option<Plan>,
     push_plan: Option<Plan>,
@@ -425,14 +411,6 @@ impl GpuCouplingTrainer {
                 target.name(),
                 target.dim()
             ));
-        }
-        if settings.batch == 0
-            || !(settings.learning_rate > 0.0 && (settings.learning_rate as f32).is_finite())
-        {
-            return Err(
-                "batch size must be at least 1 and the learning rate positive and finite in f32"
-                    .into(),
-            );
         }
         let limits = ctx.device.limits();
         let max = limits
@@ -462,45 +440,23 @@ impl GpuCouplingTrainer {
             couple_back: ctx.pipeline_at("coupling stacks backward", &source, "couple_back_main"),
             loss: ctx.pipeline_at("coupling loss", &source, "loss_main"),
             sum: ctx.pipeline_at("coupling sum", &source, "sum_main"),
-            adam: ctx.pipeline_at("adam", include_str!("shaders/adam.wgsl"), "adam_main"),
         };
-        let n_params = spec.n_params();
-        let p32: Vec<f32> = flow.params().iter().map(|&v| v as f32).collect();
-        let zeros = vec![0u8; n_params * 4];
-        let params = ctx.storage("params", bytemuck::cast_slice(&p32), true);
-        let grad = ctx.storage("loss and gradient", &vec![0u8; (n_params + 1) * 4], true);
-        let m = ctx.storage("adam m", &zeros, true);
-        let v = ctx.storage("adam v", &zeros, true);
-        let backup = [
-            ctx.storage("params backup", &zeros, true),
-            ctx.storage("m backup", &zeros, true),
-            ctx.storage("v backup", &zeros, true),
-        ];
-        let adam_settings = ctx.uniform("adam", &[0u8; 16]);
-        let adam_bind = ctx.bind(&pipelines.adam, &[&adam_settings, &grad, &params, &m, &v]);
+        let batch = settings.batch;
+        let loss = settings.loss;
+        let opt = GpuOptimizer::new(&ctx, flow.params(), spec.dim, target, settings)?;
         let train = build_plan(
             &ctx,
             &pipelines,
             &spec,
-            settings.batch,
-            Purpose::Train(settings.loss),
-            [&params, &grad],
+            batch,
+            Purpose::Train(loss),
+            [&opt.params, &opt.total],
         );
         Ok(Self {
-            rng: Rng::seeded(settings.seed ^ 0x7261_696e),
+            opt,
             ctx,
             flow,
-            target,
-            settings,
-            steps: 0,
             pipelines,
-            params,
-            grad,
-            m,
-            v,
-            backup,
-            adam_settings,
-            adam_bind,
             train,
             log_q_plan: None,
             push_plan: None,
@@ -522,10 +478,10 @@ impl GpuCouplingTrainer {
     /// float32: target samples, or latent points for reverse KL), without
     /// updating them: what the parity tests compare.
     pub async fn loss_and_grad_async(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
-        if points.len() != self.settings.batch * self.flow.spec.dim {
+        if points.len() != self.opt.settings.batch * self.flow.spec.dim {
             return Err(format!(
                 "expected a batch of {} points",
-                self.settings.batch
+                self.opt.settings.batch
             ));
         }
         self.upload(&self.train, points);
@@ -534,7 +490,7 @@ impl GpuCouplingTrainer {
         self.ctx.queue.submit([encoder.finish()]);
         let bytes = self
             .ctx
-            .read_back_async(&self.grad, 0, self.grad.size())
+            .read_back_async(&self.opt.total, 0, self.opt.total.size())
             .await?;
         let total: &[f32] = bytemuck::cast_slice(&bytes);
         Ok((
@@ -553,24 +509,6 @@ impl GpuCouplingTrainer {
     pub async fn x_from_z_async(&mut self, latent: &[f32]) -> Result<Vec<f32>, String> {
         let d = self.flow.spec.dim;
         self.display(Purpose::Push, latent, d + 1).await
-    }
-
-    /// [`Self::loss_and_grad_async`], waiting for the GPU (native only).
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn loss_and_grad(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
-        pollster::block_on(self.loss_and_grad_async(points))
-    }
-
-    /// [`Self::log_q_async`], waiting for the GPU (native only).
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn log_q(&mut self, points: &[f32]) -> Result<Vec<f32>, String> {
-        pollster::block_on(self.log_q_async(points))
-    }
-
-    /// [`Self::x_from_z_async`], waiting for the GPU (native only).
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn x_from_z(&mut self, latent: &[f32]) -> Result<Vec<f32>, String> {
-        pollster::block_on(self.x_from_z_async(latent))
     }
 
     /// Records `log q(x)` of `n` points (`points`: n x d float32) into `log_q`
@@ -635,7 +573,7 @@ impl GpuCouplingTrainer {
                 &spec,
                 chunk,
                 purpose,
-                [&self.params, &self.grad],
+                [&self.opt.params, &self.opt.total],
             ));
         }
         let Some(plan) = slot.as_ref() else {
@@ -688,23 +626,6 @@ impl GpuCouplingTrainer {
         self.ctx.queue.submit([encoder.finish()]);
         let bytes = self.ctx.read_back_async(&output, 0, output.size()).await?;
         Ok(bytemuck::cast_slice::<u8, f32>(&bytes).to_vec())
-    }
-
-    /// The next batch, drawn as the CPU trainer draws it.
-    fn draw_batch(&mut self) -> Vec<f32> {
-        let b = self.settings.batch;
-        match self.settings.loss {
-            Loss::ForwardKl => self
-                .target
-                .sample(b, &mut self.rng)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|v| v as f32)
-                .collect(),
-            Loss::ReverseKl => (0..b * self.flow.spec.dim)
-                .map(|_| self.rng.normal() as f32)
-                .collect(),
-        }
     }
 }
 
@@ -771,197 +692,35 @@ fn build_plan(
     }
 }
 
-impl GpuCouplingTrainer {
-    /// Records and submits step `t` (1-based, for Adam's bias correction):
-    /// the batch drawn and uploaded, gradient and Adam on the GPU; with
-    /// `backup` the state is first copied aside; with `history` the step's loss
-    /// is copied to that buffer at that byte offset. Nothing is read back.
-    fn submit_step(&mut self, t: i32, backup: bool, history: Option<(&wgpu::Buffer, u64)>) {
-        let batch = self.draw_batch();
-        self.upload(&self.train, &batch);
-        let n_params = self.flow.spec.n_params();
-        let adam = [
-            n_params as u32,
-            (self.settings.learning_rate as f32).to_bits(),
-            ((1.0 / (1.0 - 0.9f64.powi(t))) as f32).to_bits(),
-            ((1.0 / (1.0 - 0.999f64.powi(t))) as f32).to_bits(),
-        ];
-        self.ctx
-            .queue
-            .write_buffer(&self.adam_settings, 0, bytemuck::cast_slice(&adam));
-        let size = (n_params * 4) as u64;
-        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
-        // Keep the state before the step, to restore it if the step produces NaN.
-        if backup {
-            for (src, dst) in [&self.params, &self.m, &self.v]
-                .into_iter()
-                .zip(&self.backup)
-            {
-                encoder.copy_buffer_to_buffer(src, 0, dst, 0, size);
-            }
-        }
-        self.train.encode(&self.pipelines, &mut encoder);
-        {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_pipeline(&self.pipelines.adam);
-            pass.set_bind_group(0, &self.adam_bind, &[]);
-            pass.dispatch_workgroups((n_params as u32).div_ceil(64), 1, 1);
-        }
-        if let Some((buffer, offset)) = history {
-            encoder.copy_buffer_to_buffer(&self.grad, 0, buffer, offset, 4);
-        }
-        self.ctx.queue.submit([encoder.finish()]);
+impl FlowKernels for GpuCouplingTrainer {
+    fn optimizer(&self) -> &GpuOptimizer {
+        &self.opt
     }
 
-    /// `n` optimizer steps submitted back to back, with one read-back of their
-    /// losses at the end (a browser's read-back takes a frame or more, so one
-    /// per step would cap training at the frame rate). If any step's loss is
-    /// not finite, the state from before the first of them is restored.
-    pub async fn steps_async(&mut self, n: usize) -> Result<Vec<f64>, TrainError> {
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let history = self.ctx.storage("loss history", &vec![0u8; n * 4], true);
-        for i in 0..n {
-            let t = (self.steps + 1 + i) as i32;
-            self.submit_step(t, i == 0, Some((&history, (i * 4) as u64)));
-        }
-        let bytes = self
-            .ctx
-            .read_back_async(&history, 0, history.size())
-            .await
-            .map_err(TrainError::Backend)?;
-        let losses: Vec<f64> = bytemuck::cast_slice::<u8, f32>(&bytes)
-            .iter()
-            .map(|&v| v as f64)
-            .collect();
-        if let Some(bad) = losses.iter().position(|v| !v.is_finite()) {
-            self.restore_backup();
-            return Err(TrainError::NonFinite {
-                step: self.steps + bad + 1,
-            });
-        }
-        self.steps += n;
-        Ok(losses)
+    fn optimizer_mut(&mut self) -> &mut GpuOptimizer {
+        &mut self.opt
     }
 
-    /// Copies the backed-up state (parameters and Adam moments) back.
-    fn restore_backup(&self) {
-        let size = self.params.size();
-        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
-        for (dst, src) in [&self.params, &self.m, &self.v]
-            .into_iter()
-            .zip(&self.backup)
-        {
-            encoder.copy_buffer_to_buffer(src, 0, dst, 0, size);
-        }
-        self.ctx.queue.submit([encoder.finish()]);
+    fn encode_gradient(&self, batch: &[f32], encoder: &mut wgpu::CommandEncoder) {
+        self.upload(&self.train, batch);
+        self.train.encode(&self.pipelines, encoder);
     }
 
-    /// One optimizer step: the batch drawn and uploaded, the recorded
-    /// operations and Adam on the GPU; resolves with the batch loss.
-    pub async fn step_async(&mut self) -> Result<f64, TrainError> {
-        self.submit_step((self.steps + 1) as i32, true, None);
-        // The sum kernel makes the loss NaN when any gradient entry is not finite.
-        let bytes = self
-            .ctx
-            .read_back_async(&self.grad, 0, 4)
-            .await
-            .map_err(TrainError::Backend)?;
-        let loss = bytemuck::cast_slice::<u8, f32>(&bytes)[0];
-        if !loss.is_finite() {
-            self.restore_backup();
-            return Err(TrainError::NonFinite {
-                step: self.steps + 1,
-            });
-        }
-        self.steps += 1;
-        Ok(loss as f64)
+    fn model_with(&self, params: Option<Vec<f64>>) -> FlowModel<f64> {
+        let flow = params
+            .and_then(|p| CouplingFlow::from_params(self.flow.spec.clone(), p).ok())
+            .unwrap_or_else(|| self.flow.clone());
+        FlowModel::Coupling(flow)
     }
 
-    /// The current model, read back from the GPU.
-    pub async fn model_async(&self) -> FlowModel<f64> {
-        let params: Vec<f64> = match self
-            .ctx
-            .read_back_async(&self.params, 0, self.params.size())
-            .await
-        {
-            Ok(bytes) => bytemuck::cast_slice::<u8, f32>(&bytes)
-                .iter()
-                .map(|&v| v as f64)
-                .collect(),
-            Err(_) => self.flow.params().to_vec(),
-        };
-        match CouplingFlow::from_params(self.flow.spec.clone(), params) {
-            Ok(f) => FlowModel::Coupling(f),
-            Err(_) => FlowModel::Coupling(self.flow.clone()),
-        }
-    }
-}
-
-impl GpuCouplingTrainer {
-    /// The device the trainer runs on (for buffers the app shares with it).
-    pub fn context(&self) -> &GpuContext {
-        &self.ctx
-    }
-
-    /// Steps applied so far.
-    pub fn steps_done(&self) -> usize {
-        self.steps
-    }
-
-    /// Replaces the parameters (same structure), keeping the optimizer state.
-    pub fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+    fn accept_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
         let FlowModel::Coupling(f) = model else {
             return Err("the GPU trainer holds a coupling flow".into());
         };
         if f.spec != self.flow.spec {
             return Err("the new model has a different structure".into());
         }
-        let p32: Vec<f32> = f.params().iter().map(|&v| v as f32).collect();
-        self.ctx
-            .queue
-            .write_buffer(&self.params, 0, bytemuck::cast_slice(&p32));
         self.flow = f.clone();
         Ok(())
-    }
-
-    /// The learning rate of the following steps.
-    pub fn set_learning_rate(&mut self, lr: f64) {
-        self.settings.learning_rate = lr;
-    }
-
-    /// Human-readable backend, e.g. "GPU (llvmpipe, f32)".
-    pub fn backend(&self) -> String {
-        format!("GPU ({}, f32)", self.ctx.adapter_name)
-    }
-}
-
-/// Natively the GPU trainers are [`Trainer`]s that wait for the GPU; in a
-/// browser the app awaits `step_async` and `model_async` instead.
-#[cfg(not(target_arch = "wasm32"))]
-impl Trainer for GpuCouplingTrainer {
-    fn step(&mut self) -> Result<f64, TrainError> {
-        pollster::block_on(self.step_async())
-    }
-
-    fn steps_done(&self) -> usize {
-        GpuCouplingTrainer::steps_done(self)
-    }
-
-    fn model(&self) -> FlowModel<f64> {
-        pollster::block_on(self.model_async())
-    }
-
-    fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
-        GpuCouplingTrainer::set_model(self, model)
-    }
-
-    fn set_learning_rate(&mut self, lr: f64) {
-        GpuCouplingTrainer::set_learning_rate(self, lr);
-    }
-
-    fn backend(&self) -> String {
-        GpuCouplingTrainer::backend(self)
     }
 }

@@ -7,6 +7,7 @@
 pub mod context;
 pub mod coupling;
 pub mod kernels;
+pub mod optimizer;
 pub mod radial;
 pub mod scalar;
 pub mod trainer;

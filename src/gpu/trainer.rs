@@ -1,6 +1,7 @@
 //! One GPU trainer for every flow the GPU trains: the CLI and the app pick the
 //! kernels by the model's kind here.
 
+use super::optimizer::{self, FlowKernels};
 use super::{GpuContext, GpuCouplingTrainer, GpuRadialTrainer};
 use crate::flow::FlowModel;
 use crate::target::Target;
@@ -35,29 +36,35 @@ impl GpuTrainer {
         }
     }
 
-    /// One optimizer step on the GPU; resolves with the batch loss.
-    pub async fn step_async(&mut self) -> Result<f64, TrainError> {
+    /// The flow's kernels, with the optimizer they share.
+    fn kernels(&self) -> &dyn FlowKernels {
         match self {
-            Self::Radial(t) => t.step_async().await,
-            Self::Coupling(t) => t.step_async().await,
+            Self::Radial(t) => t.as_ref(),
+            Self::Coupling(t) => t.as_ref(),
         }
     }
 
-    /// `n` steps with one read-back of their losses (see the trainers'
-    /// `steps_async`); on a non-finite loss the state before them is restored.
-    pub async fn steps_async(&mut self, n: usize) -> Result<Vec<f64>, TrainError> {
+    fn kernels_mut(&mut self) -> &mut dyn FlowKernels {
         match self {
-            Self::Radial(t) => t.steps_async(n).await,
-            Self::Coupling(t) => t.steps_async(n).await,
+            Self::Radial(t) => t.as_mut(),
+            Self::Coupling(t) => t.as_mut(),
         }
+    }
+
+    /// One optimizer step on the GPU; resolves with the batch loss.
+    pub async fn step_async(&mut self) -> Result<f64, TrainError> {
+        optimizer::step_async(self.kernels_mut()).await
+    }
+
+    /// `n` steps with one read-back of their losses; on a non-finite loss the
+    /// state before them is restored.
+    pub async fn steps_async(&mut self, n: usize) -> Result<Vec<f64>, TrainError> {
+        optimizer::steps_async(self.kernels_mut(), n).await
     }
 
     /// The current model, read back from the GPU.
     pub async fn model_async(&self) -> FlowModel<f64> {
-        match self {
-            Self::Radial(t) => t.model_async().await,
-            Self::Coupling(t) => t.model_async().await,
-        }
+        optimizer::model_async(self.kernels()).await
     }
 
     /// Mean loss and gradient for a given batch, without a step (parity tests).
@@ -135,10 +142,7 @@ impl GpuTrainer {
 
     /// The device the trainer runs on (for buffers the app shares with it).
     pub fn context(&self) -> &GpuContext {
-        match self {
-            Self::Radial(t) => t.context(),
-            Self::Coupling(t) => t.context(),
-        }
+        &self.kernels().optimizer().ctx
     }
 
     /// Compute dispatches in one training step.
@@ -151,32 +155,22 @@ impl GpuTrainer {
 
     /// Human-readable backend, e.g. "GPU (llvmpipe, f32)".
     pub fn backend(&self) -> String {
-        match self {
-            Self::Radial(t) => t.backend(),
-            Self::Coupling(t) => t.backend(),
-        }
+        self.kernels().optimizer().backend()
     }
 
     /// Replaces the parameters (same structure), keeping the optimizer state.
     pub fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
-        match self {
-            Self::Radial(t) => t.set_model(model),
-            Self::Coupling(t) => t.set_model(model),
-        }
+        optimizer::set_model(self.kernels_mut(), model)
     }
 
+    /// The learning rate of the following steps.
     pub fn set_learning_rate(&mut self, lr: f64) {
-        match self {
-            Self::Radial(t) => t.set_learning_rate(lr),
-            Self::Coupling(t) => t.set_learning_rate(lr),
-        }
+        self.kernels_mut().optimizer_mut().settings.learning_rate = lr;
     }
 
+    /// Steps applied so far.
     pub fn steps_done(&self) -> usize {
-        match self {
-            Self::Radial(t) => t.steps_done(),
-            Self::Coupling(t) => t.steps_done(),
-        }
+        self.kernels().optimizer().steps
     }
 }
 
