@@ -23,9 +23,60 @@ fn rounded_to_f32(flow: RadialFlow<f64>) -> RadialFlow<f64> {
     }
 }
 
+/// A radial flow of `stack` with perturbed parameters: loss, gradient, samples
+/// and density on the GPU against the CPU reference on the same float32 values.
+fn assert_radial_parity(
+    label: &str,
+    stack: Stack,
+    conditioner: RadialConditioner,
+    spread: f64,
+    batch: usize,
+    rng: &mut Rng,
+) {
+    let spec = RadialSpec {
+        dim: 2,
+        stack,
+        conditioner,
+    };
+    let mut flow =
+        RadialFlow::<f64>::init(spec, Some(&[0.2, -0.3]), Some(&[0.1, -0.2]), rng).unwrap();
+    for v in flow.params_mut().iter_mut().skip(4) {
+        *v += spread * rng.normal();
+    }
+    // the CPU reference uses exactly the float32 parameters and points
+    let flow = rounded_to_f32(flow);
+    let target = Target::Moons;
+    let points32: Vec<f32> = target
+        .sample(batch, rng)
+        .unwrap()
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let points64: Vec<f64> = points32.iter().map(|&v| v as f64).collect();
+    let (loss_cpu, grad_cpu) = cpu_forward_kl(&flow, &points64);
+    let settings = TrainSettings {
+        batch,
+        learning_rate: 1e-3,
+        seed: 0,
+        loss: Loss::ForwardKl,
+        threads: 1,
+    };
+    let mut gpu =
+        GpuTrainer::new(context(), FlowModel::Radial(flow.clone()), target, settings).unwrap();
+    let (loss_gpu, grad_gpu) = gpu.loss_and_grad(&points32).unwrap();
+    assert_matches_cpu(label, loss_gpu, &grad_gpu, loss_cpu, &grad_cpu);
+    // Samples and grid lines: latent points pushed through x_from_z; the
+    // density kernel: log q at every point.
+    let latent32: Vec<f32> = (0..batch * 2)
+        .map(|_| (1.5 * rng.normal()) as f32)
+        .collect();
+    let pushed = gpu.x_from_z(&latent32).unwrap();
+    let lq_gpu = gpu.log_q(&points32).unwrap();
+    assert_display_matches_cpu(label, &flow, &latent32, &pushed, &points32, &lq_gpu);
+}
+
 #[test]
 fn gpu_radial_loss_and_gradients_match_the_cpu() {
-    let batch = 64;
     let mut rng = Rng::seeded(4);
     let spline = Family::Spline(flowplay::bijection::SplineShape {
         bins: 6,
@@ -42,54 +93,14 @@ fn gpu_radial_loss_and_gradients_match_the_cpu() {
             RadialConditioner::Direct,
             RadialConditioner::Fourier { order: 3 },
         ] {
-            let spec = RadialSpec {
-                dim: 2,
-                stack: Stack::uniform(family, 4),
-                conditioner: conditioner.clone(),
-            };
-            let mut flow =
-                RadialFlow::<f64>::init(spec, Some(&[0.2, -0.3]), Some(&[0.1, -0.2]), &mut rng)
-                    .unwrap();
             let spread = if conditioner == RadialConditioner::Direct {
                 0.3
             } else {
                 0.1
             };
-            for v in flow.params_mut().iter_mut().skip(4) {
-                *v += spread * rng.normal();
-            }
-            // the CPU reference uses exactly the float32 parameters and points
-            let flow = rounded_to_f32(flow);
-            let target = Target::Moons;
-            let points32: Vec<f32> = target
-                .sample(batch, &mut rng)
-                .unwrap()
-                .iter()
-                .map(|&v| v as f32)
-                .collect();
-            let points64: Vec<f64> = points32.iter().map(|&v| v as f64).collect();
-            let (loss_cpu, grad_cpu) = cpu_forward_kl(&flow, &points64);
-            let settings = TrainSettings {
-                batch,
-                learning_rate: 1e-3,
-                seed: 0,
-                loss: Loss::ForwardKl,
-                threads: 1,
-            };
-            let mut gpu =
-                GpuTrainer::new(context(), FlowModel::Radial(flow.clone()), target, settings)
-                    .unwrap();
-            let (loss_gpu, grad_gpu) = gpu.loss_and_grad(&points32).unwrap();
             let label = format!("{family:?} {conditioner:?}");
-            // Samples and grid lines: latent points pushed through x_from_z;
-            // the density kernel: log q at every point.
-            let latent32: Vec<f32> = (0..batch * 2)
-                .map(|_| (1.5 * rng.normal()) as f32)
-                .collect();
-            let pushed = gpu.x_from_z(&latent32).unwrap();
-            let lq_gpu = gpu.log_q(&points32).unwrap();
-            assert_display_matches_cpu(&label, &flow, &latent32, &pushed, &points32, &lq_gpu);
-            assert_matches_cpu(&label, loss_gpu, &grad_gpu, loss_cpu, &grad_cpu);
+            let stack = Stack::uniform(family, 4);
+            assert_radial_parity(&label, stack, conditioner, spread, 64, &mut rng);
         }
     }
 }
@@ -97,7 +108,6 @@ fn gpu_radial_loss_and_gradients_match_the_cpu() {
 /// A mixed stack (every family in turn) on the GPU, direct and angle-dependent.
 #[test]
 fn gpu_radial_mixed_stacks_match_the_cpu() {
-    let batch = 40;
     let mut rng = Rng::seeded(8);
     let stack = Stack::mixed(vec![
         Family::Sinh,
@@ -113,42 +123,8 @@ fn gpu_radial_mixed_stacks_match_the_cpu() {
         RadialConditioner::Direct,
         RadialConditioner::Fourier { order: 2 },
     ] {
-        let spec = RadialSpec {
-            dim: 2,
-            stack: stack.clone(),
-            conditioner: conditioner.clone(),
-        };
-        let mut flow =
-            RadialFlow::<f64>::init(spec, Some(&[0.2, -0.3]), Some(&[0.1, -0.2]), &mut rng)
-                .unwrap();
-        for v in flow.params_mut().iter_mut().skip(4) {
-            *v += 0.1 * rng.normal();
-        }
-        let flow = rounded_to_f32(flow);
-        let target = Target::Moons;
-        let points32: Vec<f32> = target
-            .sample(batch, &mut rng)
-            .unwrap()
-            .iter()
-            .map(|&v| v as f32)
-            .collect();
-        let points64: Vec<f64> = points32.iter().map(|&v| v as f64).collect();
-        let (loss_cpu, grad_cpu) = cpu_forward_kl(&flow, &points64);
-        let settings = TrainSettings {
-            batch,
-            learning_rate: 1e-3,
-            seed: 0,
-            loss: Loss::ForwardKl,
-            threads: 1,
-        };
-        let mut gpu =
-            GpuTrainer::new(context(), FlowModel::Radial(flow.clone()), target, settings).unwrap();
-        let (loss_gpu, grad_gpu) = gpu.loss_and_grad(&points32).unwrap();
         let label = format!("mixed {conditioner:?}");
-        assert_matches_cpu(&label, loss_gpu, &grad_gpu, loss_cpu, &grad_cpu);
-        let pushed = gpu.x_from_z(&points32).unwrap();
-        let lq_gpu = gpu.log_q(&points32).unwrap();
-        assert_display_matches_cpu(&label, &flow, &points32, &pushed, &points32, &lq_gpu);
+        assert_radial_parity(&label, stack.clone(), conditioner, 0.1, 40, &mut rng);
     }
 }
 

@@ -226,7 +226,11 @@ impl Session {
             }
             done += 1;
         }
-        let seconds = start.elapsed().as_secs_f64();
+        self.record_speed(done, start.elapsed().as_secs_f64());
+    }
+
+    /// Folds `done` steps in `seconds` into the smoothed steps per second.
+    fn record_speed(&mut self, done: usize, seconds: f64) {
         if done > 0 && seconds > 0.0 {
             let rate = done as f64 / seconds;
             self.steps_per_second = if self.steps_per_second == 0.0 {
@@ -288,9 +292,10 @@ impl Session {
         };
         let Some(mut trainer) = trainer else { return };
         let done = losses.len();
-        for loss in losses {
+        let first_step = trainer.steps_done() - done + 1;
+        for (i, loss) in losses.into_iter().enumerate() {
             if !(loss.is_finite() && loss < 1e6) {
-                self.status = Status::Stopped(diverged(loss, trainer.steps_done()));
+                self.status = Status::Stopped(diverged(loss, first_step + i));
                 break;
             }
             self.losses.push(loss as f32);
@@ -305,14 +310,7 @@ impl Session {
         if checkpoint.is_some() {
             self.checkpoint = checkpoint;
         }
-        if done > 0 && seconds > 0.0 {
-            let rate = done as f64 / seconds;
-            self.steps_per_second = if self.steps_per_second == 0.0 {
-                rate
-            } else {
-                0.8 * self.steps_per_second + 0.2 * rate
-            };
-        }
+        self.record_speed(done, seconds);
         if let Some(lr) = self.pending_lr.take() {
             trainer.set_learning_rate(lr);
         }
@@ -451,7 +449,7 @@ fn diverged(loss: f64, step: usize) -> String {
 
 fn failed(e: &TrainError) -> String {
     format!(
-        "{e}; the model is as before that step. Lower the learning rate and play, or restore the last good state"
+        "{e}; the steps that produced it were undone. Lower the learning rate and play, or restore the last good state"
     )
 }
 

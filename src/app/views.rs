@@ -81,27 +81,15 @@ pub fn model_ui(
     overlays: Overlays,
     side: f32,
 ) -> Rect {
-    let (response, painter) = ui.allocate_painter(Vec2::splat(side), Sense::hover());
-    let rect = response.rect;
-    match texture {
-        Some(texture) => {
-            painter.image(
-                texture.id(),
-                rect,
-                Rect::from_min_max(Pos2::ZERO, Pos2::new(1.0, 1.0)),
-                Color32::WHITE,
-            );
-        }
-        None => {
-            painter.rect_filled(rect, 0.0, colour(0.0));
-            painter.text(
-                rect.center(),
-                egui::Align2::CENTER_CENTER,
-                "computing the density...",
-                egui::FontId::proportional(14.0),
-                Color32::WHITE,
-            );
-        }
+    let (rect, painter) = density_canvas(ui, texture, side);
+    if texture.is_none() {
+        painter.text(
+            rect.center(),
+            egui::Align2::CENTER_CENTER,
+            "computing the density...",
+            egui::FontId::proportional(14.0),
+            Color32::WHITE,
+        );
     }
     if overlays.grid {
         for line in &picture.lines {
@@ -140,12 +128,7 @@ pub fn model_ui(
         let p = to_screen(rect, c);
         painter.circle_stroke(p, 4.0, Stroke::new(2.0, Color32::from_rgb(255, 60, 60)));
     }
-    painter.rect_stroke(
-        rect,
-        0.0,
-        Stroke::new(1.0, Color32::GRAY),
-        egui::StrokeKind::Inside,
-    );
+    frame(&painter, rect);
     rect
 }
 
@@ -156,26 +139,40 @@ pub fn target_ui(
     density: Option<&egui::TextureHandle>,
     side: f32,
 ) {
+    let (rect, painter) = density_canvas(ui, density, side);
+    if density.is_none() {
+        let shapes = samples
+            .iter()
+            .map(|&p| Shape::circle_filled(to_screen(rect, p), 1.3, colour(0.9)))
+            .collect::<Vec<_>>();
+        painter.extend(shapes);
+    }
+    frame(&painter, rect);
+}
+
+/// A square of `side` showing `texture` over the view, or the colour map's
+/// floor where there is none yet.
+fn density_canvas(
+    ui: &mut egui::Ui,
+    texture: Option<&egui::TextureHandle>,
+    side: f32,
+) -> (Rect, egui::Painter) {
     let (response, painter) = ui.allocate_painter(Vec2::splat(side), Sense::hover());
     let rect = response.rect;
-    match density {
-        Some(texture) => {
-            painter.image(
-                texture.id(),
-                rect,
-                Rect::from_min_max(Pos2::ZERO, Pos2::new(1.0, 1.0)),
-                Color32::WHITE,
-            );
-        }
-        None => {
-            painter.rect_filled(rect, 0.0, colour(0.0));
-            let shapes = samples
-                .iter()
-                .map(|&p| Shape::circle_filled(to_screen(rect, p), 1.3, colour(0.9)))
-                .collect::<Vec<_>>();
-            painter.extend(shapes);
-        }
-    }
+    match texture {
+        Some(texture) => painter.image(
+            texture.id(),
+            rect,
+            Rect::from_min_max(Pos2::ZERO, Pos2::new(1.0, 1.0)),
+            Color32::WHITE,
+        ),
+        None => painter.rect_filled(rect, 0.0, colour(0.0)),
+    };
+    (rect, painter)
+}
+
+/// The thin border round a view.
+fn frame(painter: &egui::Painter, rect: Rect) {
     painter.rect_stroke(
         rect,
         0.0,
