@@ -155,3 +155,33 @@ fn the_run_trains_on_the_gpu_when_there_is_one() {
     );
     screenshot(&mut h, "app-rings-radial-gpu");
 }
+
+#[test]
+fn a_lesson_opens_its_experiment_and_says_what_to_watch() {
+    let mut h = harness(small("moons", FlowKind::Radial));
+    h.run_steps(2);
+    h.get_by_label("lesson").click();
+    h.run_steps(2);
+    h.get_by_label("Radial flow on rings").click();
+    h.run_steps(10);
+    let session = h.state().session().unwrap();
+    assert_eq!(session.settings.target, "rings");
+    assert_eq!(session.settings.flow, FlowKind::Radial);
+    assert_eq!(session.status, Status::Running);
+    assert!(session.steps_done() > 0);
+    h.get_by_label_contains("watch the grid's circles crowd onto the rings");
+    screenshot(&mut h, "app-lesson-rings");
+}
+
+#[test]
+fn the_light_theme_is_one_click_away() {
+    let mut h = harness(small("moons", FlowKind::Radial));
+    h.run_steps(2);
+    h.get_by_label("light").click();
+    h.run_steps(3);
+    assert_eq!(h.ctx.theme(), eframe::egui::Theme::Light);
+    screenshot(&mut h, "app-light");
+    h.get_by_label("dark").click();
+    h.run_steps(3);
+    assert_eq!(h.ctx.theme(), eframe::egui::Theme::Dark);
+}

@@ -9,7 +9,7 @@ pub mod views;
 use crate::gpu::GpuContext;
 use eframe::egui::{self, Key, RichText, Vec2};
 use session::{Session, Status};
-use settings::{FAMILIES, FLOW_KINDS, Settings, target_names};
+use settings::{FAMILIES, FLOW_KINDS, Settings, lessons, target_names};
 use std::cell::RefCell;
 use std::rc::Rc;
 use views::{Overlays, Scale};
@@ -26,6 +26,8 @@ pub struct Playground {
     session: Option<Session>,
     /// why the last reset failed, or what a shared link had that was ignored
     message: Option<String>,
+    /// the chosen lesson's settings and what it asks the user to watch
+    lesson: Option<(Settings, &'static str)>,
     texture: Option<egui::TextureHandle>,
     /// the session picture the texture shows
     texture_version: u64,
@@ -74,6 +76,7 @@ impl Playground {
             settings,
             session: None,
             message: None,
+            lesson: None,
             texture: None,
             texture_version: 0,
             target_texture: None,
@@ -206,6 +209,28 @@ impl Playground {
     fn controls_ui(&mut self, ui: &mut egui::Ui) {
         ui.heading("Flow Playground");
         ui.label("Train a normalizing flow live and watch it move space.");
+        let mut chosen = None;
+        egui::ComboBox::from_label("lesson")
+            .selected_text("open a lesson...")
+            .show_ui(ui, |ui| {
+                for lesson in lessons() {
+                    if ui.selectable_label(false, lesson.name).clicked() {
+                        chosen = Some(lesson);
+                    }
+                }
+            })
+            .response
+            .on_hover_text(
+                "Presets that open straight into a good experiment, with what to watch.",
+            );
+        if let Some(lesson) = chosen {
+            self.settings = lesson.settings.clone();
+            self.lesson = Some((lesson.settings, lesson.what));
+            self.reset();
+            if let Some(session) = &mut self.session {
+                session.status = Status::Running;
+            }
+        }
         ui.separator();
         let s = &mut self.settings;
         egui::ComboBox::from_label("target")
@@ -351,7 +376,19 @@ impl Playground {
                 self.target_texture = None;
             }
         });
-        if ui.button("What am I looking at?").clicked() {
+        ui.horizontal(|ui| {
+            ui.label("theme");
+            let mut theme = ui.options(|o| o.theme_preference);
+            ui.selectable_value(&mut theme, egui::ThemePreference::Dark, "dark");
+            ui.selectable_value(&mut theme, egui::ThemePreference::Light, "light");
+            ui.selectable_value(&mut theme, egui::ThemePreference::System, "system");
+            ui.ctx().set_theme(theme);
+        });
+        if ui
+            .button("What am I looking at?")
+            .on_hover_text("The change of variables, and what each view shows (?).")
+            .clicked()
+        {
             self.show_help = true;
         }
     }
@@ -359,6 +396,12 @@ impl Playground {
     fn views_ui(&mut self, ui: &mut egui::Ui) {
         if let Some(message) = &self.message {
             ui.colored_label(ui.visuals().warn_fg_color, message);
+        }
+        // the lesson's note while its experiment is the one running
+        if let (Some((settings, note)), Some(session)) = (&self.lesson, &self.session)
+            && session.settings == *settings
+        {
+            ui.label(RichText::new(*note).italics());
         }
         let Some(session) = &mut self.session else {
             return;

@@ -260,11 +260,22 @@ pub fn loss_ui(ui: &mut egui::Ui, losses: &[f32], label: &str, size: Vec2) {
         }
         smooth.push((sum / (i + 1).min(window) as f64) as f32);
     }
-    let (lo, hi) = smooth
+    // the range of the smoothed curve after its first 5% of steps, so the
+    // early spike of a fresh model does not flatten the rest (it is clipped)
+    let skip = if smooth.len() >= 40 {
+        smooth.len() / 20
+    } else {
+        0
+    };
+    let (lo, hi) = smooth[skip..]
         .iter()
+        .filter(|v| v.is_finite())
         .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &v| {
             (a.min(v), b.max(v))
         });
+    if !(lo.is_finite() && hi.is_finite()) {
+        return;
+    }
     let span = (hi - lo).max(1e-3);
     let inner = rect.shrink2(Vec2::new(44.0, 10.0));
     let stride = (losses.len() / 800).max(1);
@@ -276,7 +287,7 @@ pub fn loss_ui(ui: &mut egui::Ui, losses: &[f32], label: &str, size: Vec2) {
     };
     let raw: Vec<Pos2> = (0..losses.len())
         .step_by(stride)
-        .map(|i| to_point(i, losses[i].clamp(lo - span, hi + span)))
+        .map(|i| to_point(i, losses[i].clamp(lo - 0.05 * span, hi + 0.05 * span)))
         .collect();
     painter.add(Shape::line(
         raw,
@@ -284,7 +295,7 @@ pub fn loss_ui(ui: &mut egui::Ui, losses: &[f32], label: &str, size: Vec2) {
     ));
     let mean: Vec<Pos2> = (0..smooth.len())
         .step_by(stride)
-        .map(|i| to_point(i, smooth[i]))
+        .map(|i| to_point(i, smooth[i].clamp(lo - 0.05 * span, hi + 0.05 * span)))
         .collect();
     painter.add(Shape::line(
         mean,
