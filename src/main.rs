@@ -16,9 +16,43 @@ fn main() -> eframe::Result {
     )
 }
 
+/// After a panic the canvas stops; put a readable message over it instead of
+/// leaving a frozen page (the browser console keeps the full report).
+#[cfg(target_arch = "wasm32")]
+fn show_panics_in_the_page() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        previous(info);
+        let what = match (
+            info.payload().downcast_ref::<&str>(),
+            info.payload().downcast_ref::<String>(),
+        ) {
+            (Some(s), _) => s.to_string(),
+            (_, Some(s)) => s.clone(),
+            _ => "an internal error".to_string(),
+        };
+        let place = info
+            .location()
+            .map(|l| format!(" ({}:{})", l.file(), l.line()))
+            .unwrap_or_default();
+        if let Some(crash) = eframe::web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.get_element_by_id("crash"))
+        {
+            crash.set_text_content(Some(&format!(
+                "Flow Playground stopped on an internal error: {what}{place}. \
+                 Reload the page to start again (Copy link keeps your settings in the address). \
+                 Please report it with this message."
+            )));
+            let _ = crash.set_attribute("style", "display: flex");
+        }
+    }));
+}
+
 #[cfg(target_arch = "wasm32")]
 fn main() {
     use eframe::wasm_bindgen::JsCast as _;
+    show_panics_in_the_page();
     wasm_bindgen_futures::spawn_local(async {
         let Some(document) = eframe::web_sys::window().and_then(|w| w.document()) else {
             return;
