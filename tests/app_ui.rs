@@ -185,3 +185,134 @@ fn the_light_theme_is_one_click_away() {
     h.run_steps(3);
     assert_eq!(h.ctx.theme(), eframe::egui::Theme::Dark);
 }
+
+/// A file dropped onto the window, as the harness hands it to the app.
+#[derive(Debug)]
+struct Dropped {
+    path: std::path::PathBuf,
+    bytes: Vec<u8>,
+}
+
+impl eframe::egui::DroppedFile for Dropped {
+    fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        Ok(self.bytes.clone())
+    }
+}
+
+fn drop_file(h: &mut Harness<'static, Playground>, name: &str, bytes: Vec<u8>) {
+    h.input_mut()
+        .dropped_files
+        .push(std::sync::Arc::new(Dropped {
+            path: name.into(),
+            bytes,
+        }));
+    h.run_steps(3);
+}
+
+/// A white picture with a black ring: the ring (the rarer tone) is the ink.
+fn ring_png() -> Vec<u8> {
+    let picture = image::GrayImage::from_fn(64, 64, |x, y| {
+        let r = ((x as f32 - 32.0).powi(2) + (y as f32 - 32.0).powi(2)).sqrt();
+        image::Luma([if (r - 20.0).abs() < 3.0 { 0 } else { 255 }])
+    });
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    picture
+        .write_to(&mut bytes, image::ImageFormat::Png)
+        .expect("PNG encoded");
+    bytes.into_inner()
+}
+
+#[test]
+fn a_dropped_image_becomes_the_target_and_a_bad_file_says_why() {
+    let mut h = harness(small("moons", FlowKind::Radial));
+    h.run_steps(2);
+    drop_file(&mut h, "notes.png", b"not an image at all".to_vec());
+    h.get_by_label_contains("notes.png was not used: not a PNG or JPEG image");
+    assert_eq!(h.state().session().unwrap().target.name(), "moons");
+    drop_file(&mut h, "ring.png", ring_png());
+    h.get_by_label_contains("ring.png: its dark parts are the density to learn");
+    let session = h.state().session().unwrap();
+    assert_eq!(session.target.name(), "image");
+    // the target's samples lie on the ring (radius 20 of 64 pixels over 7 units)
+    let on_ring = session
+        .target_samples
+        .iter()
+        .filter(|p| ((p[0] * p[0] + p[1] * p[1]).sqrt() - 20.0 * 7.0 / 64.0).abs() < 0.5)
+        .count();
+    assert!(on_ring * 10 > session.target_samples.len() * 9, "{on_ring}");
+    h.get_by_label("Play").click();
+    h.run_steps(20);
+    assert!(steps(&h) > 10);
+    screenshot(&mut h, "app-image-target");
+}
+
+#[test]
+fn a_drawing_becomes_the_target() {
+    let mut h = harness(small("moons", FlowKind::Radial));
+    h.run_steps(2);
+    h.get_by_label("Draw").click();
+    h.run_steps(3);
+    let label = h
+        .get_by_label_contains("Paint where the mass should be")
+        .rect();
+    // a stroke across the canvas just below the label
+    let start = eframe::egui::pos2(label.left() + 60.0, label.bottom() + 100.0);
+    h.drag_at(start);
+    h.run_steps(1);
+    for k in 1..=20 {
+        h.hover_at(start + eframe::egui::vec2(8.0 * k as f32, 4.0 * k as f32));
+        h.run_steps(1);
+    }
+    h.drop_at(start + eframe::egui::vec2(160.0, 80.0));
+    h.run_steps(2);
+    screenshot(&mut h, "app-drawing");
+    h.get_by_label("Train on this").click();
+    h.run_steps(20);
+    let session = h.state().session().unwrap();
+    assert_eq!(session.target.name(), "image");
+    assert_eq!(session.status, Status::Running);
+    assert!(session.steps_done() > 5);
+}
+
+#[test]
+fn a_model_exports_and_imports_and_views_save_as_png() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("app-files");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::env::set_current_dir(&dir).unwrap(); // where native saves land
+    let mut h = harness(small("rings", FlowKind::RadialFourier));
+    h.run_steps(2);
+    for _ in 0..3 {
+        h.get_by_label("Step").click();
+        h.run_steps(1);
+    }
+    h.get_by_label("Export model").click();
+    h.run_steps(2);
+    let file = dir.join("flowplay-rings-step3.json");
+    h.get_by_label_contains("flowplay-rings-step3.json (flowplay eval reads it)");
+    let exported = std::fs::read(&file).unwrap();
+    let trained = h.state().session().unwrap().model().unwrap().1;
+    // a fresh page takes the file in: same flow, same parameters, paused at step 0
+    let mut fresh = harness(small("moons", FlowKind::Coupling));
+    fresh.run_steps(2);
+    drop_file(&mut fresh, "flowplay-rings-step3.json", exported);
+    fresh.get_by_label_contains("Imported flowplay-rings-step3.json");
+    let session = fresh.state().session().unwrap();
+    assert_eq!(session.settings.target, "rings");
+    assert_eq!(session.settings.flow, FlowKind::RadialFourier);
+    let imported = session.model().unwrap().1;
+    assert_eq!(
+        imported.as_flow().params(),
+        trained.as_flow().params(),
+        "the imported parameters differ"
+    );
+    // a PNG of the density view
+    h.get_by_label("density").click();
+    h.run_steps(5);
+    h.get_by_label_contains("flowplay-density-step3.png");
+    let png = image::open(dir.join("flowplay-density-step3.png")).unwrap();
+    assert!(png.width() > 100 && png.width() == png.height());
+}

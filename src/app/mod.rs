@@ -2,13 +2,19 @@
 //! `settings` (what the user chose, and the URL), `session` (the training run
 //! and what its views draw), `views` (the pictures), and here the panels.
 
+pub mod drawing;
+pub mod files;
+pub mod model_io;
 pub mod session;
 pub mod settings;
 pub mod views;
 
+use crate::flow::FlowModel;
 use crate::gpu::GpuContext;
+use crate::target::{ImageDensity, Target};
 use eframe::egui::{self, Key, RichText, Vec2};
-use session::{Session, Status};
+use files::UploadSlot;
+use session::{Session, Start, Status};
 use settings::{FAMILIES, FLOW_KINDS, Settings, lessons, target_names};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -26,8 +32,25 @@ pub struct Playground {
     session: Option<Session>,
     /// why the last reset failed, or what a shared link had that was ignored
     message: Option<String>,
+    /// what the last action did (a file saved, a model imported)
+    notice: Option<String>,
     /// the chosen lesson's settings and what it asks the user to watch
     lesson: Option<(Settings, &'static str)>,
+    /// an uploaded image or a drawing as the target (its name for the user),
+    /// used while the settings' target is "image"
+    custom_target: Option<(String, Target)>,
+    /// an imported model for the next reset to start from
+    imported: Option<FlowModel<f64>>,
+    /// what the browser's file picker hands back
+    upload: UploadSlot,
+    /// the drawing window, when open
+    drawing: Option<drawing::Drawing>,
+    /// where each view was drawn last frame (for "save PNG")
+    view_rects: Vec<(&'static str, egui::Rect)>,
+    /// a view the user asked to save
+    save_request: Option<&'static str>,
+    /// a screenshot on its way, and the view to cut from it
+    screenshot: Option<(&'static str, egui::Rect, Screenshot)>,
     texture: Option<egui::TextureHandle>,
     /// the session picture the texture shows
     texture_version: u64,
@@ -46,6 +69,9 @@ pub struct Playground {
     /// train on the GPU when there is one (the user may choose the CPU)
     prefer_gpu: bool,
 }
+
+/// Where a requested screenshot arrives (the renderer answers after the frame).
+type Screenshot = std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<egui::ColorImage>>>>;
 
 /// Whether the app has a GPU to train on.
 pub enum GpuStatus {
@@ -76,7 +102,15 @@ impl Playground {
             settings,
             session: None,
             message: None,
+            notice: None,
             lesson: None,
+            custom_target: None,
+            imported: None,
+            upload: UploadSlot::default(),
+            drawing: None,
+            view_rects: Vec::new(),
+            save_request: None,
+            screenshot: None,
             texture: None,
             texture_version: 0,
             target_texture: None,
@@ -152,7 +186,15 @@ impl Playground {
 
     /// Starts over from the edited settings (a new model at step 0).
     pub fn reset(&mut self) {
-        match Session::new(self.settings.clone(), self.gpu_context()) {
+        let start = Start {
+            target: self
+                .custom_target
+                .as_ref()
+                .filter(|_| self.settings.target == "image")
+                .map(|(_, target)| target.clone()),
+            model: self.imported.take(),
+        };
+        match Session::new(self.settings.clone(), start, self.gpu_context()) {
             Ok(session) => {
                 self.session = Some(session);
                 self.message = None;
@@ -232,9 +274,13 @@ impl Playground {
             }
         }
         ui.separator();
+        let shown = match &self.custom_target {
+            Some((name, _)) if self.settings.target == "image" => name.clone(),
+            _ => self.settings.target.clone(),
+        };
         let s = &mut self.settings;
         egui::ComboBox::from_label("target")
-            .selected_text(&s.target)
+            .selected_text(shown)
             .show_ui(ui, |ui| {
                 for name in target_names() {
                     ui.selectable_value(&mut s.target, name.to_string(), name);
@@ -244,6 +290,23 @@ impl Playground {
             .on_hover_text(
                 "The distribution to learn: samples (forward KL) or an energy (reverse KL).",
             );
+        ui.horizontal(|ui| {
+            if ui
+                .button("Upload image")
+                .on_hover_text("A PNG or JPEG as the density to learn (its rarer tone is the ink). You can also drop a file onto the page.")
+                .clicked()
+            {
+                self.pick_file("image/png,image/jpeg");
+            }
+            if ui
+                .button("Draw")
+                .on_hover_text("Paint your own density and train on it.")
+                .clicked()
+            {
+                self.drawing.get_or_insert_with(drawing::Drawing::default);
+            }
+        });
+        let s = &mut self.settings;
         egui::ComboBox::from_label("flow")
             .selected_text(s.flow.name())
             .show_ui(ui, |ui| {
@@ -329,7 +392,41 @@ impl Playground {
             let query = self.settings.to_query();
             ui.ctx().copy_text(page_link(&query));
             set_page_query(&query);
+            self.notice = Some(if self.settings.target == "image" {
+                "Link copied; an uploaded image or a drawing is not part of it.".into()
+            } else {
+                "Link copied.".into()
+            });
         }
+        ui.horizontal(|ui| {
+            if ui
+                .button("Export model")
+                .on_hover_text("The model as JSON, in the CLI's format: flowplay eval reads it.")
+                .clicked()
+            {
+                self.export_model();
+            }
+            if ui
+                .button("Import model")
+                .on_hover_text("Continue from an exported model or a flowplay train report (or drop the file onto the page).")
+                .clicked()
+            {
+                self.pick_file(".json,application/json");
+            }
+        });
+        ui.horizontal(|ui| {
+            ui.label("save PNG:");
+            for name in ["density", "target", "loss"] {
+                if ui
+                    .small_button(name)
+                    .on_hover_text(format!("Saves the {name} view as a PNG image."))
+                    .clicked()
+                {
+                    // resolved after this frame's views are drawn
+                    self.save_request = Some(name);
+                }
+            }
+        });
         ui.separator();
         if let Some(session) = &self.session {
             ui.label(format!("parameters: {}", session.n_params));
@@ -397,6 +494,9 @@ impl Playground {
         if let Some(message) = &self.message {
             ui.colored_label(ui.visuals().warn_fg_color, message);
         }
+        if let Some(notice) = &self.notice {
+            ui.label(notice);
+        }
         // the lesson's note while its experiment is the one running
         if let (Some((settings, note)), Some(session)) = (&self.lesson, &self.session)
             && session.settings == *settings
@@ -455,13 +555,19 @@ impl Playground {
             ui.vertical(|ui| {
                 ui.label(RichText::new("model density q(x)").strong())
                     .on_hover_text("The flow's density: a normal distribution pushed through the flow, log q(x) = log N(z) + log |det dz/dx|.");
-                views::model_ui(ui, texture, &session.picture, self.overlays, side);
+                let rect = views::model_ui(ui, texture, &session.picture, self.overlays, side);
+                self.view_rects.push(("density", rect));
             });
             views::colour_bar_ui(ui, scale, side + 20.0);
             ui.vertical(|ui| {
-                ui.label(RichText::new(format!("target: {}", session.target.name())).strong())
+                let name = match &self.custom_target {
+                    Some((name, _)) if session.settings.target == "image" => name.as_str(),
+                    _ => session.target.name(),
+                };
+                ui.label(RichText::new(format!("target: {name}")).strong())
                     .on_hover_text("What the flow should learn: samples, or the density of an energy target.");
-                views::target_ui(ui, &session.target_samples, target_texture, side);
+                let rect = views::target_ui(ui, &session.target_samples, target_texture, side);
+                self.view_rects.push(("target", rect));
             });
         });
     }
@@ -497,6 +603,9 @@ impl eframe::App for Playground {
         }
         self.last_frame = Some(now);
         self.keyboard(ui);
+        self.take_files(ui.ctx());
+        self.finish_screenshot(ui.ctx());
+        self.view_rects.clear();
         self.adopt_gpu();
         if matches!(*self.gpu.borrow(), GpuStatus::Starting) {
             // the browser answers the GPU request between frames
@@ -528,18 +637,167 @@ impl eframe::App for Playground {
             .default_size(150.0)
             .show(ui, |ui| {
                 if let Some(session) = &self.session {
-                    let label = match session.settings.loss() {
-                        Ok(crate::train::Loss::ReverseKl) => "reverse KL (nats)",
-                        _ => "-log q of target samples (nats)",
+                    let label = match session.target.kind() {
+                        crate::target::TargetKind::Energy => "reverse KL (nats)",
+                        crate::target::TargetKind::Samples => "-log q of target samples (nats)",
                     };
                     let width = ui.available_width();
-                    views::loss_ui(ui, &session.losses, label, Vec2::new(width, 130.0));
+                    let rect = views::loss_ui(ui, &session.losses, label, Vec2::new(width, 130.0));
+                    self.view_rects.push(("loss", rect));
                 }
             });
         egui::CentralPanel::default().show(ui, |ui| self.views_ui(ui));
         let ctx = ui.ctx().clone();
         self.help_ui(&ctx);
+        self.drawing_ui(&ctx);
+        if let Some(name) = self.save_request.take() {
+            self.save_view(&ctx, name);
+        }
         self.update_title();
+    }
+}
+
+/// Files and pictures: uploads, drawings, model import and export, PNGs.
+impl Playground {
+    /// Opens the browser's file picker (natively, says to drop the file).
+    fn pick_file(&mut self, accept: &str) {
+        if let Err(e) = files::pick(accept, &self.upload) {
+            self.notice = Some(format!("To open a file here, {e}."));
+        }
+    }
+
+    /// Takes in files from the picker or dropped onto the window: a model
+    /// (JSON) or an image.
+    fn take_files(&mut self, ctx: &egui::Context) {
+        files::take_dropped(ctx, &self.upload);
+        let arrived = std::mem::take(&mut *self.upload.borrow_mut());
+        for file in arrived {
+            match file {
+                Ok(file) if file.name.to_lowercase().ends_with(".json") => self.import_model(file),
+                Ok(file) => self.use_image(file),
+                Err(e) => self.message = Some(e),
+            }
+        }
+    }
+
+    /// Starts a run on an uploaded image as the target density.
+    fn use_image(&mut self, file: files::Upload) {
+        match ImageDensity::from_bytes_auto(&file.bytes) {
+            Ok((density, inverted)) => {
+                self.custom_target = Some((file.name.clone(), Target::Image(density)));
+                self.settings.target = "image".into();
+                self.reset();
+                let ink = if inverted { "dark" } else { "bright" };
+                self.notice = Some(format!(
+                    "{}: its {ink} parts are the density to learn.",
+                    file.name
+                ));
+            }
+            Err(e) => self.message = Some(format!("{} was not used: {e}", file.name)),
+        }
+    }
+
+    /// Starts a paused run from an imported model, with its settings.
+    fn import_model(&mut self, file: files::Upload) {
+        match model_io::import(&file.bytes, &self.settings) {
+            Ok(imported) => {
+                self.settings = imported.settings;
+                if self.settings.target == "image" && self.custom_target.is_none() {
+                    self.settings.target = Settings::default().target;
+                }
+                self.imported = Some(imported.model);
+                self.reset();
+                let mut notice = format!("Imported {}; press play to train on.", file.name);
+                if !imported.ignored.is_empty() {
+                    notice.push_str(&format!(
+                        " Its settings {} were not understood and were ignored.",
+                        imported.ignored.join(", ")
+                    ));
+                }
+                self.notice = Some(notice);
+            }
+            Err(e) => {
+                self.message = Some(format!(
+                    "{} is not a model file the page can use: {e}",
+                    file.name
+                ))
+            }
+        }
+    }
+
+    /// Saves the current model as JSON (a download in a browser).
+    fn export_model(&mut self) {
+        let Some(session) = &self.session else {
+            return;
+        };
+        let Some((step, model)) = session.model() else {
+            self.notice =
+                Some("The model is on its way from the GPU; try again in a moment.".into());
+            return;
+        };
+        let name = format!("flowplay-{}-step{step}.json", session.target.name());
+        let bytes = model_io::export(&model, step, &session.settings);
+        self.notice = Some(match files::save(&name, "application/json", &bytes) {
+            Ok(done) => format!("{done} (flowplay eval reads it)."),
+            Err(e) => e,
+        });
+    }
+
+    /// Asks the renderer for a screenshot, to cut the view `name` from.
+    fn save_view(&mut self, ctx: &egui::Context, name: &'static str) {
+        let Some(&(_, rect)) = self.view_rects.iter().find(|(n, _)| *n == name) else {
+            self.notice = Some(format!("There is no {name} view to save yet."));
+            return;
+        };
+        let slot = Screenshot::default();
+        let filled = std::sync::Arc::clone(&slot);
+        ctx.request_screenshot(move |image| {
+            if let Ok(mut slot) = filled.lock() {
+                *slot = Some(image);
+            }
+        });
+        self.screenshot = Some((name, rect, slot));
+    }
+
+    /// Saves the view once its screenshot has arrived.
+    fn finish_screenshot(&mut self, ctx: &egui::Context) {
+        let Some((name, rect, slot)) = &self.screenshot else {
+            return;
+        };
+        let shot = slot.lock().ok().and_then(|mut s| s.take());
+        let Some(shot) = shot else {
+            ctx.request_repaint();
+            return;
+        };
+        let step = self.session.as_ref().map_or(0, |s| s.steps_done());
+        let file = format!("flowplay-{name}-step{step}.png");
+        let picture = files::crop(&shot, *rect, ctx.pixels_per_point());
+        self.notice = Some(
+            match files::png(&picture).and_then(|bytes| files::save(&file, "image/png", &bytes)) {
+                Ok(done) => format!("{done}."),
+                Err(e) => e,
+            },
+        );
+        self.screenshot = None;
+    }
+
+    /// The drawing window, while open.
+    fn drawing_ui(&mut self, ctx: &egui::Context) {
+        let Some(drawing) = &mut self.drawing else {
+            return;
+        };
+        match drawing.window(ctx) {
+            drawing::DrawingAction::Nothing => {}
+            drawing::DrawingAction::Close => self.drawing = None,
+            drawing::DrawingAction::Use(density) => {
+                self.custom_target = Some(("your drawing".into(), Target::Image(density)));
+                self.settings.target = "image".into();
+                self.reset();
+                if let Some(session) = &mut self.session {
+                    session.status = Status::Running;
+                }
+            }
+        }
     }
 }
 

@@ -43,6 +43,8 @@ pub struct Picture {
     pub lines: Vec<Vec<([f32; 2], f32)>>,
     /// the radial centre, if the flow has one
     pub center: Option<[f32; 2]>,
+    /// the model drawn, and its step
+    pub model: Option<(usize, FlowModel<f64>)>,
 }
 
 /// What a GPU task hands back to its session.
@@ -108,19 +110,38 @@ fn grid_size(model: &FlowModel<f64>) -> usize {
     }
 }
 
+/// What a run starts from besides its settings.
+#[derive(Clone, Default)]
+pub struct Start {
+    /// a target the settings cannot name (an uploaded image, a drawing)
+    pub target: Option<Target>,
+    /// a model to start from (an imported one) instead of a fresh one
+    pub model: Option<FlowModel<f64>>,
+}
+
 impl Session {
-    /// A run of `settings`, on the GPU of `gpu` where it can train this flow
-    /// and target, else on the CPU (with the reason in `backend`).
-    pub fn new(settings: Settings, gpu: Option<GpuContext>) -> Result<Self, String> {
-        let target = settings.target()?;
-        let flow = settings.flow_config()?;
+    /// A run of `settings` from `start`, on the GPU of `gpu` where it can
+    /// train this flow and target, else on the CPU (with the reason in
+    /// `backend`).
+    pub fn new(settings: Settings, start: Start, gpu: Option<GpuContext>) -> Result<Self, String> {
+        let target = match start.target {
+            Some(target) => target,
+            None => settings.target()?,
+        };
         let mut rng = Rng::seeded(settings.seed);
-        let model = flow.build(target.dim(), &mut rng)?;
+        let model = match start.model {
+            Some(model) => model,
+            None => settings.flow_config()?.build(target.dim(), &mut rng)?,
+        };
+        let loss = match target.kind() {
+            TargetKind::Samples => crate::train::Loss::ForwardKl,
+            TargetKind::Energy => crate::train::Loss::ReverseKl,
+        };
         let train = TrainSettings {
             batch: settings.batch,
             learning_rate: settings.learning_rate,
             seed: settings.seed,
-            loss: settings.loss()?,
+            loss,
             threads: crate::train::default_threads(),
         };
         let n_params = model.as_flow().n_params();
@@ -238,6 +259,15 @@ impl Session {
             } else {
                 0.8 * self.steps_per_second + 0.2 * rate
             };
+        }
+    }
+
+    /// The model and its step: the current one on the CPU; on the GPU the one
+    /// the views show (read back with them; pausing redraws them).
+    pub fn model(&self) -> Option<(usize, FlowModel<f64>)> {
+        match &self.backend_impl {
+            Backend::Cpu(t) => Some((t.steps_done(), t.model())),
+            Backend::Gpu(_) => self.picture.model.clone(),
         }
     }
 
@@ -430,12 +460,14 @@ impl Session {
             .flat_map(|i| [pushed[2 * i], pushed[2 * i + 1], ld_g[i]])
             .collect();
         let lines = cut_lines(&lines, &with_ld, 3);
+        let step = self.steps_done();
         self.picture = Picture {
             log_q,
             n,
             samples,
             lines,
             center,
+            model: Some((step, model)),
         };
         self.picture_version += 1;
     }
@@ -511,11 +543,8 @@ async fn gpu_picture(trainer: &mut GpuTrainer, inputs: PictureInputs) -> Result<
     let pushed = trainer.x_from_z_async(&inputs.latent).await?;
     let samples = pushed.chunks(3).map(|p| [p[0], p[1]]).collect();
     // the polar grid follows a radial flow's (trained) centre
-    let radial = match trainer {
-        GpuTrainer::Radial(_) => radial_geometry(&trainer.model_async().await),
-        GpuTrainer::Coupling(_) => None,
-    };
-    let (lines, center) = grid_lines(radial);
+    let model = trainer.model_async().await;
+    let (lines, center) = grid_lines(radial_geometry(&model));
     let latent: Vec<f32> = lines.points.iter().map(|&v| v as f32).collect();
     let pushed_lines = trainer.x_from_z_async(&latent).await?;
     Ok(Picture {
@@ -524,6 +553,7 @@ async fn gpu_picture(trainer: &mut GpuTrainer, inputs: PictureInputs) -> Result<
         samples,
         lines: cut_lines(&lines, &pushed_lines, 3),
         center,
+        model: Some((trainer.steps_done(), model)),
     })
 }
 

@@ -138,7 +138,7 @@ pub fn target_ui(
     samples: &[[f32; 2]],
     density: Option<&egui::TextureHandle>,
     side: f32,
-) {
+) -> Rect {
     let (rect, painter) = density_canvas(ui, density, side);
     if density.is_none() {
         let shapes = samples
@@ -148,6 +148,7 @@ pub fn target_ui(
         painter.extend(shapes);
     }
     frame(&painter, rect);
+    rect
 }
 
 /// A square of `side` showing `texture` over the view, or the colour map's
@@ -233,7 +234,7 @@ pub fn colour_bar_ui(ui: &mut egui::Ui, scale: Scale, height: f32) {
 }
 
 /// The loss curve (every step, a running mean over it) with its range.
-pub fn loss_ui(ui: &mut egui::Ui, losses: &[f32], label: &str, size: Vec2) {
+pub fn loss_ui(ui: &mut egui::Ui, losses: &[f32], label: &str, size: Vec2) -> Rect {
     let (response, painter) = ui.allocate_painter(size, Sense::hover());
     let rect = response.rect;
     painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
@@ -247,7 +248,7 @@ pub fn loss_ui(ui: &mut egui::Ui, losses: &[f32], label: &str, size: Vec2) {
             font,
             text_colour,
         );
-        return;
+        return rect;
     }
     // running mean over ~1% of the run smooths the batch noise
     let window = (losses.len() / 100).max(1);
@@ -274,7 +275,7 @@ pub fn loss_ui(ui: &mut egui::Ui, losses: &[f32], label: &str, size: Vec2) {
             (a.min(v), b.max(v))
         });
     if !(lo.is_finite() && hi.is_finite()) {
-        return;
+        return rect;
     }
     let span = (hi - lo).max(1e-3);
     let inner = rect.shrink2(Vec2::new(44.0, 10.0));
@@ -322,4 +323,5 @@ pub fn loss_ui(ui: &mut egui::Ui, losses: &[f32], label: &str, size: Vec2) {
         font,
         text_colour,
     );
+    rect
 }

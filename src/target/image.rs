@@ -7,6 +7,25 @@ use crate::rng::Rng;
 /// Half-width of the square the image's longer side spans.
 const EXTENT: f64 = 3.5;
 
+/// Images are scaled down to at most this many pixels a side.
+const MAX_SIDE: u32 = 512;
+
+/// An image's size and grey levels in [0, 1], row-major from the top-left.
+fn decode_grey(bytes: &[u8]) -> Result<(usize, usize, Vec<f64>), String> {
+    let img =
+        image::load_from_memory(bytes).map_err(|e| format!("not a PNG or JPEG image: {e}"))?;
+    // a density needs no more detail than this (a photo would cost memory)
+    let img = if img.width().max(img.height()) > MAX_SIDE {
+        img.thumbnail(MAX_SIDE, MAX_SIDE)
+    } else {
+        img
+    };
+    let grey = img.to_luma8();
+    let (w, h) = (grey.width() as usize, grey.height() as usize);
+    let values = grey.pixels().map(|p| p.0[0] as f64 / 255.0).collect();
+    Ok((w, h, values))
+}
+
 #[derive(Clone, Debug)]
 pub struct ImageDensity {
     width: usize,
@@ -21,18 +40,22 @@ impl ImageDensity {
     /// Decodes PNG or JPEG bytes. `invert` uses darkness instead of brightness
     /// (for drawings in black on white).
     pub fn from_bytes(bytes: &[u8], invert: bool) -> Result<Self, String> {
-        let img =
-            image::load_from_memory(bytes).map_err(|e| format!("not a PNG or JPEG image: {e}"))?;
-        let grey = img.to_luma8();
-        let (w, h) = (grey.width() as usize, grey.height() as usize);
+        let (w, h, grey) = decode_grey(bytes)?;
         let weights: Vec<f64> = grey
-            .pixels()
-            .map(|p| {
-                let v = p.0[0] as f64 / 255.0;
-                if invert { 1.0 - v } else { v }
-            })
+            .iter()
+            .map(|&v| if invert { 1.0 - v } else { v })
             .collect();
         Self::from_weights(w, h, &weights)
+    }
+
+    /// Decodes PNG or JPEG bytes, taking the ink to be whatever is rarer:
+    /// darkness on a mostly light image (a drawing, a logo), else brightness.
+    /// Also says whether it inverted.
+    pub fn from_bytes_auto(bytes: &[u8]) -> Result<(Self, bool), String> {
+        let (_, _, grey) = decode_grey(bytes)?;
+        let mean = grey.iter().sum::<f64>() / grey.len().max(1) as f64;
+        let invert = mean > 0.5;
+        Ok((Self::from_bytes(bytes, invert)?, invert))
     }
 
     /// A density from non-negative pixel weights (row-major, top row first).
