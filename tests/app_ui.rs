@@ -316,3 +316,33 @@ fn a_model_exports_and_imports_and_views_save_as_png() {
     let png = image::open(dir.join("flowplay-density-step3.png")).unwrap();
     assert!(png.width() > 100 && png.width() == png.height());
 }
+
+#[test]
+fn the_explorer_plots_a_map_and_edits_a_paused_radial_flow_by_hand() {
+    let mut h = harness(small("rings", FlowKind::Radial));
+    h.run_steps(2);
+    h.get_by_label("Bijection explorer").click();
+    h.run_steps(3);
+    for label in ["f(x)", "inverse f^-1(x)", "f(x) - x", "log f'(x)"] {
+        h.get_by_label(label);
+    }
+    h.get_by_label_contains("radius map r -> f(r)");
+    screenshot(&mut h, "app-explorer");
+    // move the radial flow's centre by hand: the model and its views follow
+    let before = h.state().session().unwrap().picture_version;
+    let centre = h.get_by_role_and_label(eframe::egui::accesskit::Role::Slider, "centre x");
+    centre.set_value_accesskit(1.5);
+    h.run_steps(3);
+    let session = h.state().session().unwrap();
+    let (_, model) = session.model().unwrap();
+    match model {
+        flowplay::flow::FlowModel::Radial(f) => assert!((f.center()[0] - 1.5).abs() < 1e-9),
+        _ => unreachable!("a radial run"),
+    }
+    assert!(session.picture_version > before, "the views did not follow");
+    assert_eq!(session.picture.center.unwrap()[0], 1.5);
+    // and training resumes from there
+    h.get_by_label("Play").click();
+    h.run_steps(10);
+    assert!(steps(&h) > 5);
+}

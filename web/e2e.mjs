@@ -5,6 +5,10 @@
 // starts training with the space key, sees the loss fall, and keeps
 // screenshots in web/artifacts/. Exits non-zero on the first failure.
 //
+// Each mode also checks the service worker (one cache, named for this build,
+// holding the page's files) and measures the spiral recipe (the page's
+// default): training steps per second and frames per second while training.
+//
 // The page reports its progress in the tab title
 // ("Flow Playground | rings | GPU | step N | loss L (first F)"): with WebGPU the
 // run must train on the GPU, without it on the CPU.
@@ -27,6 +31,8 @@ const types = {
   '.json': 'application/json',
   '.png': 'image/png',
   '.css': 'text/css',
+  '.svg': 'image/svg+xml',
+  '.webmanifest': 'application/manifest+json',
 };
 
 /** A static server for dist/ on a free port. */
@@ -110,10 +116,57 @@ async function runMode(name, { args, device }, base) {
   if (!(trained.loss < trained.first - 0.1)) {
     throw new Error(`${name}: the loss did not fall: ${await page.title()}`);
   }
+  const seconds = (Date.now() - playedAt) / 1000;
+  const cache = await serviceWorkerCache(page);
+  const spiral = await measureSpiral(page, base);
   if (errors.length) throw new Error(`${name}: console errors:\n${errors.join('\n')}`);
   await browser.close();
-  const seconds = (Date.now() - playedAt) / 1000;
-  console.log(`${name}: ok on the ${device} (first paint ${firstPaint} ms; step ${trained.step} in ${seconds.toFixed(1)} s, loss ${trained.first} -> ${trained.loss})`);
+  console.log(`${name}: ok on the ${device} (first paint ${firstPaint} ms; step ${trained.step} in ${seconds.toFixed(1)} s, loss ${trained.first} -> ${trained.loss}; ${cache})`);
+  console.log(`${name}: spiral recipe: ${spiral.stepsPerSecond.toFixed(1)} steps/s, ${spiral.fps.toFixed(1)} frames/s over ${spiral.seconds.toFixed(1)} s`);
+}
+
+/** The service worker is active with one cache, named for this build, that holds the wasm. */
+async function serviceWorkerCache(page) {
+  const caches = await page.evaluate(async () => {
+    await navigator.serviceWorker.ready;
+    const names = await caches.keys();
+    const files = [];
+    for (const name of names) {
+      for (const request of await (await caches.open(name)).keys()) files.push(new URL(request.url).pathname);
+    }
+    return { names, files };
+  });
+  if (caches.names.length !== 1 || !/^flowplay-[0-9a-f]{16}$/.test(caches.names[0])) {
+    throw new Error(`service worker caches: ${JSON.stringify(caches.names)}`);
+  }
+  if (!caches.files.some((f) => f.endsWith('.wasm'))) {
+    throw new Error(`the service worker did not cache the wasm: ${caches.files.join(', ')}`);
+  }
+  return `service worker cache ${caches.names[0]}, ${caches.files.length} files`;
+}
+
+/** Opens the default page (the spiral recipe), trains ~10 s, and measures. */
+async function measureSpiral(page, base) {
+  await page.goto(`${base}/`);
+  await waitFor('the spiral page', async () => (await page.title()).includes('spiral'), 120);
+  await page.waitForTimeout(1000); // the GPU, if any, is adopted before play
+  await page.mouse.click(1000, 600);
+  await page.keyboard.press('Space');
+  await waitFor('the spiral to train', async () => (progress(await page.title())?.step ?? 0) > 0, 60);
+  const start = { step: progress(await page.title()).step, at: Date.now() };
+  const frames = await page.evaluate(() => new Promise((done) => {
+    let n = 0;
+    const t0 = performance.now();
+    const tick = () => {
+      n += 1;
+      if (performance.now() - t0 < 10000) requestAnimationFrame(tick);
+      else done({ n, ms: performance.now() - t0 });
+    };
+    requestAnimationFrame(tick);
+  }));
+  const end = { step: progress(await page.title()).step, at: Date.now() };
+  const seconds = (end.at - start.at) / 1000;
+  return { stepsPerSecond: (end.step - start.step) / seconds, fps: frames.n / (frames.ms / 1000), seconds };
 }
 
 const server = await serve();

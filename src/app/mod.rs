@@ -3,6 +3,7 @@
 //! and what its views draw), `views` (the pictures), and here the panels.
 
 pub mod drawing;
+pub mod explorer;
 pub mod files;
 pub mod model_io;
 pub mod session;
@@ -45,6 +46,10 @@ pub struct Playground {
     upload: UploadSlot,
     /// the drawing window, when open
     drawing: Option<drawing::Drawing>,
+    /// the bijection explorer, when open
+    explorer: Option<explorer::Explorer>,
+    /// a radial flow edited by hand (while paused), ahead of the views
+    hand_model: Option<FlowModel<f64>>,
     /// where each view was drawn last frame (for "save PNG")
     view_rects: Vec<(&'static str, egui::Rect)>,
     /// a view the user asked to save
@@ -108,6 +113,8 @@ impl Playground {
             imported: None,
             upload: UploadSlot::default(),
             drawing: None,
+            explorer: None,
+            hand_model: None,
             view_rects: Vec::new(),
             save_request: None,
             screenshot: None,
@@ -186,6 +193,7 @@ impl Playground {
 
     /// Starts over from the edited settings (a new model at step 0).
     pub fn reset(&mut self) {
+        self.hand_model = None;
         let start = Start {
             target: self
                 .custom_target
@@ -473,6 +481,13 @@ impl Playground {
                 self.target_texture = None;
             }
         });
+        if ui
+            .button("Bijection explorer")
+            .on_hover_text("Move a scalar map's parameters and see f, its inverse and log f'; see and edit this run's radius map.")
+            .clicked()
+        {
+            self.explorer.get_or_insert_with(explorer::Explorer::default);
+        }
         ui.horizontal(|ui| {
             ui.label("theme");
             let mut theme = ui.options(|o| o.theme_preference);
@@ -650,6 +665,7 @@ impl eframe::App for Playground {
         let ctx = ui.ctx().clone();
         self.help_ui(&ctx);
         self.drawing_ui(&ctx);
+        self.explorer_ui(&ctx);
         if let Some(name) = self.save_request.take() {
             self.save_view(&ctx, name);
         }
@@ -779,6 +795,55 @@ impl Playground {
             },
         );
         self.screenshot = None;
+    }
+
+    /// The bijection explorer window, while open.
+    fn explorer_ui(&mut self, ctx: &egui::Context) {
+        let Some(explorer) = &mut self.explorer else {
+            return;
+        };
+        let mut open = true;
+        let mut edited = None;
+        let paused = self
+            .session
+            .as_ref()
+            .is_some_and(|s| s.status != Status::Running);
+        if !paused {
+            self.hand_model = None;
+        }
+        let model = self.hand_model.clone().or_else(|| {
+            self.session
+                .as_ref()
+                .and_then(|s| s.model())
+                .map(|(_, m)| m)
+        });
+        egui::Window::new("Bijection explorer")
+            .open(&mut open)
+            .default_pos([560.0, 30.0])
+            .default_height(720.0)
+            .vscroll(true)
+            .show(ctx, |ui| {
+                egui::CollapsingHeader::new("one scalar map")
+                    .default_open(true)
+                    .show(ui, |ui| explorer.map_ui(ui));
+                egui::CollapsingHeader::new("this run's radial flow")
+                    .default_open(true)
+                    .show(ui, |ui| match &model {
+                        Some(model) => edited = explorer::radial_ui(ui, model, paused),
+                        None => {
+                            ui.label("The model is on its way from the GPU.");
+                        }
+                    });
+            });
+        if !open {
+            self.explorer = None;
+        }
+        if let (Some(model), Some(session)) = (edited, &mut self.session) {
+            match session.set_model(&model) {
+                Ok(()) => self.hand_model = Some(model),
+                Err(e) => self.message = Some(e),
+            }
+        }
     }
 
     /// The drawing window, while open.

@@ -278,9 +278,18 @@ impl Session {
 
     /// Brings back the last checkpoint's parameters.
     pub fn restore_checkpoint(&mut self) -> Result<(), String> {
-        let Some((step, model)) = &self.checkpoint else {
+        let Some((step, model)) = self.checkpoint.clone() else {
             return Err("no checkpoint yet (one is kept every 200 steps)".into());
         };
+        self.set_model(&model)?;
+        self.losses.truncate(step);
+        self.status = Status::Paused;
+        Ok(())
+    }
+
+    /// Replaces the model's parameters (same structure; the optimizer's
+    /// state is kept) and redraws the views: a restore, or a hand edit.
+    pub fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
         match &mut self.backend_impl {
             Backend::Cpu(t) => t.set_model(model)?,
             Backend::Gpu(inbox) => match inbox.borrow_mut().trainer.as_mut() {
@@ -288,8 +297,6 @@ impl Session {
                 None => return Err("the GPU is busy; try again".into()),
             },
         }
-        self.losses.truncate(*step);
-        self.status = Status::Paused;
         self.refresh_picture();
         Ok(())
     }
