@@ -8,6 +8,24 @@ const NO_ADAPTER_HINT: &str = "install a Vulkan driver (on a machine without a G
 #[cfg(target_arch = "wasm32")]
 const NO_ADAPTER_HINT: &str = "this browser offers no WebGPU (it needs a recent Chrome, Edge or Firefox, and a secure https or localhost page)";
 
+/// A name for the adapter. Browsers hide the device's name (WebGPU's adapter
+/// description is usually empty), so there it is the API, and whether the
+/// browser fell back to a software adapter.
+fn adapter_label(info: &wgpu::AdapterInfo) -> String {
+    if !info.name.is_empty() {
+        return info.name.clone();
+    }
+    let api = match info.backend {
+        wgpu::Backend::BrowserWebGpu => "WebGPU".to_string(),
+        other => format!("{other:?}"),
+    };
+    if info.device_type == wgpu::DeviceType::Cpu {
+        format!("{api}, software adapter")
+    } else {
+        api
+    }
+}
+
 /// An adapter, its device and queue. Clones share the device (and its error slot).
 #[derive(Clone)]
 pub struct GpuContext {
@@ -55,7 +73,7 @@ impl GpuContext {
             }
         }));
         Ok(Self {
-            adapter_name: info.name,
+            adapter_name: adapter_label(&info),
             backend: format!("{:?}", info.backend),
             device,
             queue,
