@@ -346,3 +346,36 @@ fn the_explorer_plots_a_map_and_edits_a_paused_radial_flow_by_hand() {
     h.run_steps(10);
     assert!(steps(&h) > 5);
 }
+
+#[test]
+fn metrics_follow_training_where_the_target_allows() {
+    let mut h = harness(small("rings", FlowKind::Radial));
+    h.run_steps(2);
+    h.get_by_label("Play").click();
+    // the views (and the metrics with them) are redrawn every 300 ms
+    for _ in 0..8 {
+        h.run_steps(10);
+        std::thread::sleep(std::time::Duration::from_millis(320));
+    }
+    h.run_steps(1);
+    let metrics = &h.state().session().unwrap().metrics;
+    assert!(metrics.len() >= 2, "{} measurements", metrics.len());
+    let (first, last) = (metrics[0], metrics[metrics.len() - 1]);
+    assert!(last.step > first.step);
+    assert!(first.held_out_nll.is_some() && first.ess.is_none());
+    assert!(
+        last.grid_kl.unwrap() < first.grid_kl.unwrap(),
+        "the grid KL did not fall: {first:?} -> {last:?}"
+    );
+    screenshot(&mut h, "app-metrics-rings");
+    // an energy target: reverse KL and ESS/N instead of a held-out NLL
+    let mut h = harness(small("circular-gmm", FlowKind::Radial));
+    h.run_steps(2);
+    h.get_by_label("Play").click();
+    h.run_steps(30);
+    let last = *h.state().session().unwrap().metrics.last().unwrap();
+    assert!(last.held_out_nll.is_none());
+    assert!((0.0..=1.0).contains(&last.ess.unwrap()));
+    assert!(last.reverse_kl.unwrap().is_finite());
+    screenshot(&mut h, "app-metrics-energy");
+}

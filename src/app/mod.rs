@@ -75,6 +75,9 @@ pub struct Playground {
     prefer_gpu: bool,
 }
 
+/// A metric's (step, value) points.
+type Series = Vec<(usize, f64)>;
+
 /// Where a requested screenshot arrives (the renderer answers after the frame).
 type Screenshot = std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<egui::ColorImage>>>>;
 
@@ -587,6 +590,65 @@ impl Playground {
         });
     }
 
+    /// The loss curve, and beside it the metrics the target allows.
+    fn curves_ui(&mut self, ui: &mut egui::Ui) {
+        let Some(session) = &self.session else {
+            return;
+        };
+        let energy = session.target.kind() == crate::target::TargetKind::Energy;
+        let series = |pick: fn(&session::Metrics) -> Option<f64>| -> Series {
+            session
+                .metrics
+                .iter()
+                .filter_map(|m| pick(m).map(|v| (m.step, v)))
+                .collect()
+        };
+        let held_out = series(|m| m.held_out_nll);
+        let label = if energy {
+            "reverse KL loss, KL - log Z (nats)"
+        } else {
+            "-log q of training batches (nats); orange: held-out samples"
+        };
+        // (title, (step, value) points, what it means)
+        let mut side: Vec<(&str, Series, &str)> = Vec::new();
+        if energy {
+            side.push(("ESS/N", series(|m| m.ess), "Effective sample size of the flow's importance weights against the target, over N: 1 is perfect."));
+            side.push((
+                "reverse KL",
+                series(|m| m.reverse_kl),
+                "KL(q || p) from 500 flow samples (with log Z estimated where it is not known).",
+            ));
+        }
+        let grid = series(|m| m.grid_kl);
+        if !grid.is_empty() {
+            side.push(("grid KL", grid, "KL(target || model) on the view's grid: how far the heatmap is from the target's density."));
+        }
+        if !held_out.is_empty() {
+            side.push(("held-out NLL", held_out.clone(), "Mean -log q of 500 target samples never trained on; rising while the loss falls means overfitting."));
+        }
+        let side_width = if side.is_empty() { 0.0 } else { 250.0 };
+        let width = ui.available_width() - side_width - 8.0;
+        ui.horizontal(|ui| {
+            let rect = views::loss_ui(
+                ui,
+                &session.losses,
+                &held_out,
+                label,
+                Vec2::new(width, 130.0),
+            );
+            self.view_rects.push(("loss", rect));
+            if !side.is_empty() {
+                ui.vertical(|ui| {
+                    let height = 130.0 / side.len() as f32 - 2.0;
+                    for (title, points, hover) in &side {
+                        views::series_ui(ui, title, points, Vec2::new(side_width, height))
+                            .on_hover_text(*hover);
+                    }
+                });
+            }
+        });
+    }
+
     fn help_ui(&mut self, ctx: &egui::Context) {
         egui::Window::new("What am I looking at")
             .open(&mut self.show_help)
@@ -650,17 +712,7 @@ impl eframe::App for Playground {
             });
         egui::Panel::bottom("loss")
             .default_size(150.0)
-            .show(ui, |ui| {
-                if let Some(session) = &self.session {
-                    let label = match session.target.kind() {
-                        crate::target::TargetKind::Energy => "reverse KL (nats)",
-                        crate::target::TargetKind::Samples => "-log q of target samples (nats)",
-                    };
-                    let width = ui.available_width();
-                    let rect = views::loss_ui(ui, &session.losses, label, Vec2::new(width, 130.0));
-                    self.view_rects.push(("loss", rect));
-                }
-            });
+            .show(ui, |ui| self.curves_ui(ui));
         egui::CentralPanel::default().show(ui, |ui| self.views_ui(ui));
         let ctx = ui.ctx().clone();
         self.help_ui(&ctx);

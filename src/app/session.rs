@@ -13,7 +13,7 @@ use crate::flow::{FlowModel, grid};
 use crate::gpu::{GpuContext, GpuTrainer};
 use crate::rng::Rng;
 use crate::target::{Target, TargetKind};
-use crate::train::metrics::log_normal;
+use crate::train::metrics::{self, log_normal};
 use crate::train::{CpuTrainer, TrainError, TrainSettings, Trainer};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -46,6 +46,25 @@ pub struct Picture {
     /// the model drawn, and its step
     pub model: Option<(usize, FlowModel<f64>)>,
 }
+
+/// How the model does by measures other than its training loss, at one step
+/// (each where the target allows it).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Metrics {
+    pub step: usize,
+    /// mean -log q of held-out target samples (sample targets)
+    pub held_out_nll: Option<f64>,
+    /// KL(q || p) (energy targets; estimated where log Z is unknown)
+    pub reverse_kl: Option<f64>,
+    /// effective sample size of importance weights over N (energy targets)
+    pub ess: Option<f64>,
+    /// KL(p || q) between target and model on the view's grid (targets
+    /// with a known density)
+    pub grid_kl: Option<f64>,
+}
+
+/// Held-out samples and flow samples the metrics use.
+const METRIC_SAMPLES: usize = 500;
 
 /// What a GPU task hands back to its session.
 #[derive(Default)]
@@ -99,6 +118,12 @@ pub struct Session {
     rng: Rng,
     /// steps per second over the last frames
     pub steps_per_second: f64,
+    /// the metrics at each redraw of the views
+    pub metrics: Vec<Metrics>,
+    /// target samples never trained on (sample targets)
+    held_out: Vec<f64>,
+    /// the target's log density on a grid of the views (its size, values)
+    target_grid: Option<(usize, Vec<f64>)>,
 }
 
 /// Grid resolution of the density view per flow: coupling conditioners are
@@ -185,7 +210,17 @@ impl Session {
             target_log_density: Vec::new(),
             rng,
             steps_per_second: 0.0,
+            metrics: Vec::new(),
+            held_out: Vec::new(),
+            target_grid: None,
         };
+        let mut held_out_rng = Rng::seeded(session.settings.seed ^ 0x6865_6c64);
+        if session.target.kind() == TargetKind::Samples {
+            session.held_out = session
+                .target
+                .sample(METRIC_SAMPLES, &mut held_out_rng)
+                .unwrap_or_default();
+        }
         session.draw_target();
         session.refresh_picture();
         Ok(session)
@@ -283,6 +318,7 @@ impl Session {
         };
         self.set_model(&model)?;
         self.losses.truncate(step);
+        self.metrics.retain(|m| m.step <= step);
         self.status = Status::Paused;
         Ok(())
     }
@@ -343,6 +379,7 @@ impl Session {
         if let Some(p) = picture {
             self.picture = p;
             self.picture_version += 1;
+            self.record_metrics();
         }
         if checkpoint.is_some() {
             self.checkpoint = checkpoint;
@@ -477,6 +514,58 @@ impl Session {
             model: Some((step, model)),
         };
         self.picture_version += 1;
+        self.record_metrics();
+    }
+
+    /// Measures the model the views show, once per step it was drawn at.
+    fn record_metrics(&mut self) {
+        let Some((step, model)) = &self.picture.model else {
+            return;
+        };
+        if self.metrics.last().is_some_and(|m| m.step == *step) {
+            return;
+        }
+        let flow = model.as_flow();
+        let mut m = Metrics {
+            step: *step,
+            ..Metrics::default()
+        };
+        if !self.held_out.is_empty() {
+            let lq = metrics::log_q(flow, &self.held_out);
+            m.held_out_nll = Some(-lq.iter().sum::<f64>() / lq.len() as f64);
+        }
+        if self.target.kind() == TargetKind::Energy {
+            let mut rng = Rng::seeded(0x6d65_7472 ^ *step as u64);
+            if let Some(r) = metrics::reverse_metrics(flow, &self.target, METRIC_SAMPLES, &mut rng)
+            {
+                m.reverse_kl = Some(r.reverse_kl);
+                m.ess = Some(r.ess);
+            }
+        }
+        m.grid_kl = self.grid_kl();
+        let finite = |v: Option<f64>| v.filter(|x| x.is_finite());
+        m.held_out_nll = finite(m.held_out_nll);
+        m.reverse_kl = finite(m.reverse_kl);
+        m.ess = finite(m.ess);
+        self.metrics.push(m);
+    }
+
+    /// KL(p || q) on the picture's grid, both normalized over its cells.
+    fn grid_kl(&mut self) -> Option<f64> {
+        let n = self.picture.n;
+        if n == 0 || !self.target.has_density() {
+            return None;
+        }
+        if self.target_grid.as_ref().is_none_or(|(size, _)| *size != n) {
+            let grid = grid_points(n)
+                .chunks(2)
+                .map(|p| self.target.log_density(p).unwrap_or(f64::NEG_INFINITY))
+                .collect();
+            self.target_grid = Some((n, grid));
+        }
+        let (_, log_p) = self.target_grid.as_ref()?;
+        let log_q: Vec<f64> = self.picture.log_q.iter().map(|&v| v as f64).collect();
+        grid_kl(log_p, &log_q)
     }
 }
 
@@ -564,6 +653,23 @@ async fn gpu_picture(trainer: &mut GpuTrainer, inputs: PictureInputs) -> Result<
     })
 }
 
+/// KL(p || q) between two densities given as log values on the same grid
+/// cells, each normalized over the grid (cells where p is 0 add nothing).
+pub fn grid_kl(log_p: &[f64], log_q: &[f64]) -> Option<f64> {
+    let norm = |v: &[f64]| metrics::logsumexp(v);
+    let (zp, zq) = (norm(log_p), norm(log_q));
+    if !(zp.is_finite() && zq.is_finite()) {
+        return None;
+    }
+    let kl = log_p
+        .iter()
+        .zip(log_q)
+        .filter(|(p, _)| p.is_finite())
+        .map(|(&p, &q)| (p - zp).exp() * ((p - zp) - (q - zq)))
+        .sum::<f64>();
+    kl.is_finite().then_some(kl.max(0.0))
+}
+
 /// The centres of an n x n grid over [`VIEW`], row 0 at the top (y high).
 pub fn grid_points(n: usize) -> Vec<f64> {
     let (lo, hi) = VIEW;
@@ -571,4 +677,24 @@ pub fn grid_points(n: usize) -> Vec<f64> {
     (0..n * n)
         .flat_map(|i| [at(i % n), at(n - 1 - i / n)])
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_kl_is_zero_for_equal_densities_and_matches_the_formula() {
+        let log_p = [0.5f64.ln(), 0.5f64.ln(), f64::NEG_INFINITY];
+        assert!(grid_kl(&log_p, &[1.0, 1.0, 1.0]).unwrap() > 0.0);
+        // unnormalized q equal to p up to a constant: KL 0
+        let shifted: Vec<f64> = [0.5f64.ln(), 0.5f64.ln(), -50.0]
+            .iter()
+            .map(|v| v + 3.0)
+            .collect();
+        assert!(grid_kl(&log_p, &shifted).unwrap() < 1e-12);
+        // p = (1/2, 1/2, 0), q = (1/4, 1/4, 1/2): KL = log 2
+        let log_q = [0.25f64.ln(), 0.25f64.ln(), 0.5f64.ln()];
+        assert!((grid_kl(&log_p, &log_q).unwrap() - 2f64.ln()).abs() < 1e-12);
+    }
 }

@@ -233,8 +233,15 @@ pub fn colour_bar_ui(ui: &mut egui::Ui, scale: Scale, height: f32) {
     );
 }
 
-/// The loss curve (every step, a running mean over it) with its range.
-pub fn loss_ui(ui: &mut egui::Ui, losses: &[f32], label: &str, size: Vec2) -> Rect {
+/// The loss curve (every step, a running mean over it) with its range, and
+/// `overlay` (step, value) points on the same axes (the held-out NLL).
+pub fn loss_ui(
+    ui: &mut egui::Ui,
+    losses: &[f32],
+    overlay: &[(usize, f64)],
+    label: &str,
+    size: Vec2,
+) -> Rect {
     let (response, painter) = ui.allocate_painter(size, Sense::hover());
     let rect = response.rect;
     painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
@@ -302,6 +309,18 @@ pub fn loss_ui(ui: &mut egui::Ui, losses: &[f32], label: &str, size: Vec2) -> Re
         mean,
         Stroke::new(2.0, Color32::from_rgb(120, 160, 255)),
     ));
+    let marks: Vec<Pos2> = overlay
+        .iter()
+        .filter(|(step, v)| *step >= 1 && *step <= losses.len() && v.is_finite())
+        .map(|&(step, v)| {
+            let v = (v as f32).clamp(lo - 0.05 * span, hi + 0.05 * span);
+            to_point(step - 1, v)
+        })
+        .collect();
+    painter.add(Shape::line(
+        marks,
+        Stroke::new(1.5, Color32::from_rgb(255, 150, 60)),
+    ));
     painter.text(
         Pos2::new(rect.left() + 4.0, inner.top()),
         egui::Align2::LEFT_TOP,
@@ -324,4 +343,68 @@ pub fn loss_ui(ui: &mut egui::Ui, losses: &[f32], label: &str, size: Vec2) -> Re
         text_colour,
     );
     rect
+}
+
+/// A small plot of one metric over the steps, with its latest value.
+pub fn series_ui(
+    ui: &mut egui::Ui,
+    title: &str,
+    points: &[(usize, f64)],
+    size: Vec2,
+) -> egui::Response {
+    let (response, painter) = ui.allocate_painter(size, Sense::hover());
+    let rect = response.rect;
+    painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
+    let text_colour = ui.visuals().text_color();
+    let font = egui::FontId::proportional(11.0);
+    let latest = points
+        .last()
+        .map_or("-".to_string(), |(_, v)| format!("{v:.3}"));
+    painter.text(
+        rect.left_top() + Vec2::new(4.0, 2.0),
+        egui::Align2::LEFT_TOP,
+        format!("{title}: {latest}"),
+        font.clone(),
+        text_colour,
+    );
+    if points.len() < 2 {
+        return response;
+    }
+    let (lo, hi) = points
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &(_, v)| {
+            (a.min(v), b.max(v))
+        });
+    let span = (hi - lo).max(1e-6);
+    let last_step = points.last().map_or(1, |p| p.0).max(1) as f64;
+    let inner = Rect::from_min_max(
+        rect.min + Vec2::new(36.0, 18.0),
+        rect.max - Vec2::new(6.0, 6.0),
+    );
+    let line: Vec<Pos2> = points
+        .iter()
+        .map(|&(step, v)| {
+            Pos2::new(
+                inner.left() + inner.width() * (step as f64 / last_step) as f32,
+                inner.bottom() - inner.height() * ((v - lo) / span) as f32,
+            )
+        })
+        .collect();
+    painter.add(Shape::line(
+        line,
+        Stroke::new(1.5, Color32::from_rgb(255, 150, 60)),
+    ));
+    for (v, y, align) in [
+        (hi, inner.top(), egui::Align2::LEFT_TOP),
+        (lo, inner.bottom(), egui::Align2::LEFT_BOTTOM),
+    ] {
+        painter.text(
+            Pos2::new(rect.left() + 3.0, y),
+            align,
+            format!("{v:.2}"),
+            font.clone(),
+            text_colour,
+        );
+    }
+    response
 }
