@@ -379,3 +379,59 @@ fn metrics_follow_training_where_the_target_allows() {
     assert!(last.reverse_kl.unwrap().is_finite());
     screenshot(&mut h, "app-metrics-energy");
 }
+
+/// A lost GPU device: the run carries on on the CPU from where it was, and
+/// moves back once a GPU is found again.
+#[test]
+fn a_lost_gpu_device_moves_the_run_to_the_cpu_and_back() {
+    let mut h = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .wgpu()
+        .build_eframe(|_cc| {
+            let mut app = Playground::with_settings(small("rings", FlowKind::Radial));
+            app.find_gpu();
+            app
+        });
+    h.run_steps(3);
+    h.get_by_label("Play").click();
+    for _ in 0..4 {
+        h.run_steps(10);
+        std::thread::sleep(std::time::Duration::from_millis(320));
+    }
+    let session = h.state().session().unwrap();
+    assert!(session.on_gpu());
+    let before = session.steps_done();
+    assert!(before > 20, "only {before} steps on the GPU");
+    session.gpu_context().unwrap().device.destroy();
+    h.run_steps(5);
+    let session = h.state().session().unwrap();
+    assert!(
+        !session.on_gpu(),
+        "still on the lost GPU: {}",
+        session.backend
+    );
+    let resumed = session.steps_done();
+    assert!(
+        resumed > 0 && resumed <= before + 80,
+        "resumed at {resumed}"
+    );
+    h.get_by_label_contains("The GPU device was lost");
+    h.run_steps(20);
+    let s = h.state().session().unwrap();
+    assert!(
+        steps(&h) > resumed,
+        "training stopped on the CPU: {:?} {}",
+        s.status,
+        s.backend
+    );
+    screenshot(&mut h, "app-gpu-lost");
+    // a GPU again, and the run moves back to it
+    h.get_by_label("Look for a GPU again").click();
+    h.run_steps(3);
+    let on_cpu = steps(&h);
+    h.get_by_label("Move this run to the GPU").click();
+    h.run_steps(10);
+    let session = h.state().session().unwrap();
+    assert!(session.on_gpu(), "backend: {}", session.backend);
+    assert!(session.steps_done() >= on_cpu.saturating_sub(1));
+}

@@ -180,6 +180,49 @@ impl Playground {
         }
     }
 
+    /// Moves the run to `gpu` (or the CPU), saying what happened.
+    fn move_run(&mut self, gpu: Option<GpuContext>) {
+        let Some(session) = &mut self.session else {
+            return;
+        };
+        match session.move_to(gpu) {
+            Ok(()) => {
+                self.notice = Some(format!(
+                    "The run continues on {} from step {}.",
+                    session.backend,
+                    session.steps_done()
+                ));
+            }
+            Err(e) => self.message = Some(format!("The run could not move: {e}")),
+        }
+        self.texture = None;
+    }
+
+    /// When the GPU device is lost (a driver reset, the browser reclaiming
+    /// it), the run goes on on the CPU from the model the views show.
+    fn survive_a_lost_gpu(&mut self) {
+        let Some(why) = self.session.as_ref().and_then(Session::gpu_lost) else {
+            return;
+        };
+        *self.gpu.borrow_mut() = GpuStatus::Unavailable(format!("the GPU device was lost ({why})"));
+        let moved = self.session.as_mut().map(|s| s.move_to(None));
+        match moved {
+            Some(Ok(())) => {
+                let step = self.session.as_ref().map_or(0, Session::steps_done);
+                self.message = Some(format!(
+                    "The GPU device was lost ({why}). Training goes on on the CPU from step {step}; 'Look for a GPU again' tries to get one back."
+                ));
+            }
+            _ => {
+                self.reset();
+                self.message = Some(format!(
+                    "The GPU device was lost ({why}) before the model could be saved; the run starts over on the CPU."
+                ));
+            }
+        }
+        self.texture = None;
+    }
+
     /// Why there is no GPU, if there is none.
     fn gpu_note(&self) -> Option<String> {
         match &*self.gpu.borrow() {
@@ -439,6 +482,7 @@ impl Playground {
             }
         });
         ui.separator();
+        let (mut look_again, mut move_here) = (false, false);
         if let Some(session) = &self.session {
             ui.label(format!("parameters: {}", session.n_params));
             ui.label(format!("backend: {}", session.backend))
@@ -453,12 +497,44 @@ impl Playground {
             if let Some(note) = note {
                 ui.label(RichText::new(note).small());
             }
+            let (lost, ready) = match &*self.gpu.borrow() {
+                GpuStatus::Unavailable(_) => (true, false),
+                GpuStatus::Ready(_) => (false, true),
+                GpuStatus::Starting => (false, false),
+            };
+            let movable = ready
+                && self.prefer_gpu
+                && !session.on_gpu()
+                && !session.backend.contains("the GPU cannot");
+            if lost
+                && ui
+                    .button("Look for a GPU again")
+                    .on_hover_text("Asks the browser (or the driver) for a GPU once more.")
+                    .clicked()
+            {
+                look_again = true;
+            }
+            if movable
+                && session.steps_done() > 0
+                && ui
+                    .button("Move this run to the GPU")
+                    .on_hover_text("Continues this run on the GPU from its current model (the optimizer's moments start afresh).")
+                    .clicked()
+            {
+                move_here = true;
+            }
             ui.label(format!(
                 "step {} | {:.0} steps/s | {:.0} fps",
                 session.steps_done(),
                 session.steps_per_second,
                 self.fps
             ));
+        }
+        if look_again {
+            self.find_gpu();
+        }
+        if move_here {
+            self.move_run(self.gpu_context());
         }
         if ui
             .checkbox(&mut self.prefer_gpu, "train on the GPU")
@@ -688,6 +764,7 @@ impl eframe::App for Playground {
             // the browser answers the GPU request between frames
             ui.ctx().request_repaint_after(Duration::from_millis(100));
         }
+        self.survive_a_lost_gpu();
         if let Some(session) = &mut self.session {
             session.poll();
             if session.status == Status::Running {

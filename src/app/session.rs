@@ -86,6 +86,54 @@ enum Backend {
     Gpu(Rc<RefCell<Inbox>>),
 }
 
+/// How a run of `settings` on `target` trains.
+fn train_settings(settings: &Settings, target: &Target) -> TrainSettings {
+    TrainSettings {
+        batch: settings.batch,
+        learning_rate: settings.learning_rate,
+        seed: settings.seed,
+        loss: match target.kind() {
+            TargetKind::Samples => crate::train::Loss::ForwardKl,
+            TargetKind::Energy => crate::train::Loss::ReverseKl,
+        },
+        threads: crate::train::default_threads(),
+    }
+}
+
+/// A trainer for `model`: on `gpu` where it can train this flow and target,
+/// else on the CPU; its name for the user (with why not the GPU), and the
+/// device it uses.
+fn make_backend(
+    model: FlowModel<f64>,
+    target: &Target,
+    train: TrainSettings,
+    gpu: Option<GpuContext>,
+) -> Result<(Backend, String, Option<GpuContext>), String> {
+    let gpu_trainer = match &gpu {
+        Some(ctx) => GpuTrainer::new(ctx.clone(), model.clone(), target.clone(), train.clone()),
+        None => Err("no GPU".into()),
+    };
+    Ok(match gpu_trainer {
+        Ok(trainer) => {
+            let name = trainer.backend();
+            let inbox = Inbox {
+                trainer: Some(trainer),
+                ..Inbox::default()
+            };
+            (Backend::Gpu(Rc::new(RefCell::new(inbox))), name, gpu)
+        }
+        Err(reason) => {
+            let trainer = CpuTrainer::<f32>::new(model, target.clone(), train)?;
+            let name = if reason == "no GPU" {
+                trainer.backend()
+            } else {
+                format!("{} (the GPU cannot: {reason})", trainer.backend())
+            };
+            (Backend::Cpu(Box::new(trainer)), name, None)
+        }
+    })
+}
+
 /// Runs `task` to completion: natively now, in a browser on its event loop.
 fn spawn(task: impl std::future::Future<Output = ()> + 'static) {
     #[cfg(target_arch = "wasm32")]
@@ -98,6 +146,11 @@ pub struct Session {
     pub settings: Settings,
     pub target: Target,
     backend_impl: Backend,
+    /// the device a GPU run trains on (watched for its loss)
+    gpu: Option<GpuContext>,
+    /// steps taken before the current trainer took over (after a move
+    /// between the GPU and the CPU)
+    step_offset: usize,
     /// the learning rate to give the GPU trainer when it is next home
     pending_lr: Option<f64>,
     /// when the views were last recomputed
@@ -158,45 +211,15 @@ impl Session {
             Some(model) => model,
             None => settings.flow_config()?.build(target.dim(), &mut rng)?,
         };
-        let loss = match target.kind() {
-            TargetKind::Samples => crate::train::Loss::ForwardKl,
-            TargetKind::Energy => crate::train::Loss::ReverseKl,
-        };
-        let train = TrainSettings {
-            batch: settings.batch,
-            learning_rate: settings.learning_rate,
-            seed: settings.seed,
-            loss,
-            threads: crate::train::default_threads(),
-        };
         let n_params = model.as_flow().n_params();
-        let gpu_trainer = match gpu {
-            Some(ctx) => GpuTrainer::new(ctx, model.clone(), target.clone(), train.clone()),
-            None => Err("no GPU".into()),
-        };
-        let (backend_impl, backend) = match gpu_trainer {
-            Ok(trainer) => {
-                let name = trainer.backend();
-                let inbox = Inbox {
-                    trainer: Some(trainer),
-                    ..Inbox::default()
-                };
-                (Backend::Gpu(Rc::new(RefCell::new(inbox))), name)
-            }
-            Err(reason) => {
-                let trainer = CpuTrainer::<f32>::new(model, target.clone(), train)?;
-                let name = if reason == "no GPU" {
-                    trainer.backend()
-                } else {
-                    format!("{} (the GPU cannot: {reason})", trainer.backend())
-                };
-                (Backend::Cpu(Box::new(trainer)), name)
-            }
-        };
+        let train = train_settings(&settings, &target);
+        let (backend_impl, backend, gpu) = make_backend(model, &target, train, gpu)?;
         let mut session = Self {
             settings,
             target,
             backend_impl,
+            gpu,
+            step_offset: 0,
             pending_lr: None,
             last_picture: None,
             losses: Vec::new(),
@@ -243,10 +266,43 @@ impl Session {
     }
 
     pub fn steps_done(&self) -> usize {
-        match &self.backend_impl {
-            Backend::Cpu(t) => t.steps_done(),
-            Backend::Gpu(inbox) => inbox.borrow().steps_done,
-        }
+        self.step_offset
+            + match &self.backend_impl {
+                Backend::Cpu(t) => t.steps_done(),
+                Backend::Gpu(inbox) => inbox.borrow().steps_done,
+            }
+    }
+
+    /// The device this run trains on, if it trains on a GPU.
+    pub fn gpu_context(&self) -> Option<&GpuContext> {
+        self.gpu.as_ref()
+    }
+
+    /// Why the GPU this run trains on was lost, if it was.
+    pub fn gpu_lost(&self) -> Option<String> {
+        self.gpu.as_ref().and_then(GpuContext::lost)
+    }
+
+    /// Moves the run to `gpu`, or to the CPU with `None`, from the model the
+    /// views show, keeping its history (Adam's moments start afresh): after
+    /// a lost GPU device, or onto a GPU found later.
+    pub fn move_to(&mut self, gpu: Option<GpuContext>) -> Result<(), String> {
+        let (step, model) = self
+            .model()
+            .or_else(|| self.checkpoint.clone())
+            .ok_or("the model has not come back from the GPU yet")?;
+        let train = train_settings(&self.settings, &self.target);
+        let (backend_impl, backend, gpu) = make_backend(model, &self.target, train, gpu)?;
+        self.backend_impl = backend_impl;
+        self.backend = backend;
+        self.gpu = gpu;
+        self.step_offset = step;
+        self.pending_lr = None;
+        self.losses.truncate(step);
+        self.metrics.retain(|m| m.step <= step);
+        self.last_picture = None;
+        self.refresh_picture();
+        Ok(())
     }
 
     /// Up to `steps` training steps, stopping early when `budget` is spent
@@ -266,13 +322,14 @@ impl Session {
             match trainer.step() {
                 Ok(loss) if loss.is_finite() && loss < 1e6 => {
                     self.losses.push(loss as f32);
-                    let step = trainer.steps_done();
+                    let step = self.step_offset + trainer.steps_done();
                     if step.is_multiple_of(200) {
                         self.checkpoint = Some((step, trainer.model()));
                     }
                 }
                 Ok(loss) => {
-                    self.status = Status::Stopped(diverged(loss, trainer.steps_done()));
+                    let step = self.step_offset + trainer.steps_done();
+                    self.status = Status::Stopped(diverged(loss, step));
                     return;
                 }
                 Err(e) => {
@@ -301,7 +358,7 @@ impl Session {
     /// the views show (read back with them; pausing redraws them).
     pub fn model(&self) -> Option<(usize, FlowModel<f64>)> {
         match &self.backend_impl {
-            Backend::Cpu(t) => Some((t.steps_done(), t.model())),
+            Backend::Cpu(t) => Some((self.step_offset + t.steps_done(), t.model())),
             Backend::Gpu(_) => self.picture.model.clone(),
         }
     }
@@ -365,7 +422,7 @@ impl Session {
         };
         let Some(mut trainer) = trainer else { return };
         let done = losses.len();
-        let first_step = trainer.steps_done() - done + 1;
+        let first_step = self.step_offset + trainer.steps_done() - done + 1;
         for (i, loss) in losses.into_iter().enumerate() {
             if !(loss.is_finite() && loss < 1e6) {
                 self.status = Status::Stopped(diverged(loss, first_step + i));
@@ -373,7 +430,10 @@ impl Session {
             }
             self.losses.push(loss as f32);
         }
-        if let Some(e) = error {
+        // a lost device is not the run's fault: the app moves it to the CPU
+        if let Some(e) = error
+            && self.gpu_lost().is_none()
+        {
             self.status = Status::Stopped(e);
         }
         if let Some(p) = picture {
@@ -398,23 +458,24 @@ impl Session {
             self.last_picture = Some(Instant::now());
         }
         let inbox = Rc::clone(inbox);
+        let offset = self.step_offset;
         spawn(async move {
             let start = Instant::now();
             let mut losses = Vec::new();
             let mut error = None;
             let mut checkpoint = None;
-            let before = trainer.steps_done();
+            let before = offset + trainer.steps_done();
             match trainer.steps_async(steps).await {
                 Ok(done) => losses = done,
                 Err(e) => error = Some(failed(&e)),
             }
-            let after = trainer.steps_done();
+            let after = offset + trainer.steps_done();
             if after / 200 > before / 200 {
                 checkpoint = Some((after, trainer.model_async().await));
             }
             let seconds = start.elapsed().as_secs_f64();
             let picture = match plan {
-                Some(inputs) => match gpu_picture(&mut trainer, inputs).await {
+                Some(inputs) => match gpu_picture(&mut trainer, inputs, offset).await {
                     Ok(p) => Some(p),
                     Err(e) => {
                         error.get_or_insert(format!("the GPU failed while drawing: {e}"));
@@ -632,7 +693,11 @@ fn cut_lines(lines: &grid::Polylines, pushed: &[f32], width: usize) -> Vec<Vec<(
 
 /// The views' data from the GPU kernels: log q on the grid, samples and the
 /// deformed grid through `x_from_z`.
-async fn gpu_picture(trainer: &mut GpuTrainer, inputs: PictureInputs) -> Result<Picture, String> {
+async fn gpu_picture(
+    trainer: &mut GpuTrainer,
+    inputs: PictureInputs,
+    step_offset: usize,
+) -> Result<Picture, String> {
     let n = inputs.n;
     let points: Vec<f32> = grid_points(n).into_iter().map(|v| v as f32).collect();
     let log_q = trainer.log_q_async(&points).await?;
@@ -649,7 +714,7 @@ async fn gpu_picture(trainer: &mut GpuTrainer, inputs: PictureInputs) -> Result<
         samples,
         lines: cut_lines(&lines, &pushed_lines, 3),
         center,
-        model: Some((trainer.steps_done(), model)),
+        model: Some((step_offset + trainer.steps_done(), model)),
     })
 }
 

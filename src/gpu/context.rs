@@ -1,7 +1,6 @@
 //! A wgpu device for compute work, and the small helpers kernels share.
 
 use std::sync::{Arc, Mutex};
-use wgpu::util::DeviceExt;
 
 #[cfg(not(target_arch = "wasm32"))]
 const NO_ADAPTER_HINT: &str = "install a Vulkan driver (on a machine without a GPU: Mesa's lavapipe, Debian package mesa-vulkan-drivers)";
@@ -36,6 +35,9 @@ pub struct GpuContext {
     /// The first error the device reported (validation, out of memory, lost
     /// device), instead of wgpu's default of panicking.
     error: Arc<Mutex<Option<String>>>,
+    /// Why the device was lost, once it is (a driver reset, a browser
+    /// reclaiming the GPU, `destroy`).
+    lost: Arc<Mutex<Option<String>>>,
 }
 
 impl GpuContext {
@@ -72,13 +74,31 @@ impl GpuContext {
                 first.get_or_insert_with(|| e.to_string());
             }
         }));
+        let lost: Arc<Mutex<Option<String>>> = Arc::default();
+        let slot = Arc::clone(&lost);
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut lost) = slot.lock() {
+                let why = if message.is_empty() {
+                    format!("{reason:?}")
+                } else {
+                    message
+                };
+                lost.get_or_insert(why);
+            }
+        });
         Ok(Self {
             adapter_name: adapter_label(&info),
             backend: format!("{:?}", info.backend),
             device,
             queue,
             error,
+            lost,
         })
+    }
+
+    /// Why the device was lost, if it was: nothing more can run on it.
+    pub fn lost(&self) -> Option<String> {
+        self.lost.lock().ok().and_then(|l| l.clone())
     }
 
     /// The first error the device has reported, if any (it stays reported).
@@ -123,12 +143,27 @@ impl GpuContext {
         if writable {
             usage |= wgpu::BufferUsages::COPY_SRC;
         }
-        self.device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents: data,
-                usage,
-            })
+        self.buffer_with(label, data, usage)
+    }
+
+    /// A buffer of `usage` holding `data`, written through the queue: unlike
+    /// wgpu's `create_buffer_init` (a buffer mapped at creation), this does
+    /// not panic once the device is lost; the error reaches the error slot.
+    fn buffer_with(&self, label: &str, data: &[u8], usage: wgpu::BufferUsages) -> wgpu::Buffer {
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: (data.len() as u64).next_multiple_of(4).max(4),
+            usage: usage | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        if data.len().is_multiple_of(4) {
+            self.queue.write_buffer(&buffer, 0, data);
+        } else {
+            let mut padded = data.to_vec();
+            padded.resize(data.len().next_multiple_of(4), 0);
+            self.queue.write_buffer(&buffer, 0, &padded);
+        }
+        buffer
     }
 
     /// A bind group of `pipeline`'s group 0 with `buffers` at bindings 0, 1, ...
@@ -215,12 +250,7 @@ impl GpuContext {
 
     /// A uniform buffer holding `data`.
     pub fn uniform(&self, label: &str, data: &[u8]) -> wgpu::Buffer {
-        self.device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents: data,
-                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            })
+        self.buffer_with(label, data, wgpu::BufferUsages::UNIFORM)
     }
 
     /// Copies `buffer` back to the CPU, waiting for the GPU (native only: a
@@ -251,6 +281,9 @@ impl GpuContext {
         offset: u64,
         size: u64,
     ) -> Result<Vec<u8>, String> {
+        if let Some(why) = self.lost() {
+            return Err(format!("the GPU device was lost ({why})"));
+        }
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("read back"),
             size,
