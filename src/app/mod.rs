@@ -22,8 +22,6 @@ use std::rc::Rc;
 use views::{Overlays, Scale};
 use web_time::{Duration, Instant};
 
-/// How often the views are recomputed while training.
-const PICTURE_INTERVAL: Duration = Duration::from_millis(300);
 /// The share of a frame training may take.
 const TRAIN_BUDGET: Duration = Duration::from_millis(14);
 
@@ -265,6 +263,10 @@ impl Playground {
                 Status::Running => Status::Paused,
                 _ => Status::Running,
             };
+            if s.status == Status::Paused {
+                // the views and metrics show where training stopped
+                s.refresh_picture();
+            }
         }
     }
 
@@ -382,7 +384,10 @@ impl Playground {
         ui.add(egui::Slider::new(&mut s.stack, 1..=128).text("stack"))
             .on_hover_text("Scalar layers composed in each stack.");
         if s.flow == crate::flow::FlowKind::Coupling {
-            ui.add(egui::Slider::new(&mut s.layers, 1..=16).text("coupling layers"));
+            ui.add(egui::Slider::new(&mut s.layers, 1..=16).text("coupling layers"))
+                .on_hover_text(
+                    "Coupling layers, alternating which coordinate moves given the other.",
+                );
             ui.add(egui::Slider::new(&mut s.width, 8..=256).text("width"))
                 .on_hover_text("Width of each layer's ResNet conditioner.");
         }
@@ -406,10 +411,12 @@ impl Playground {
             egui::Slider::new(&mut s.batch, 16..=4096)
                 .logarithmic(true)
                 .text("batch"),
-        );
+        )
+        .on_hover_text("Samples per training step; applies at the next reset.");
         ui.add(egui::Slider::new(&mut s.steps_per_frame, 1..=64).text("steps / frame"))
             .on_hover_text("Training steps per frame, as far as the frame budget allows.");
-        ui.add(egui::DragValue::new(&mut s.seed).prefix("seed "));
+        ui.add(egui::DragValue::new(&mut s.seed).prefix("seed "))
+            .on_hover_text("The random seed of the initial model and the batches: the same seed, the same run.");
         ui.separator();
         ui.horizontal(|ui| {
             let running = self
@@ -484,11 +491,18 @@ impl Playground {
         ui.separator();
         let (mut look_again, mut move_here) = (false, false);
         if let Some(session) = &self.session {
-            ui.label(format!("parameters: {}", session.n_params));
-            ui.label(format!("backend: {}", session.backend))
-                .on_hover_text(
-                    "Where training runs: the GPU through WebGPU (natively Vulkan), or the CPU.",
-                );
+            ui.label(format!("parameters: {}", session.n_params))
+                .on_hover_text("Trainable numbers in the flow.");
+            let fallback =
+                !session.on_gpu() && matches!(&*self.gpu.borrow(), GpuStatus::Unavailable(_));
+            let backend = if fallback {
+                session.backend.replacen("CPU", "CPU fallback", 1)
+            } else {
+                session.backend.clone()
+            };
+            ui.label(format!("backend: {backend}")).on_hover_text(
+                "Where training runs: the GPU through WebGPU (natively Vulkan), or the CPU.",
+            );
             let note = if session.on_gpu() {
                 None
             } else {
@@ -528,7 +542,8 @@ impl Playground {
                 session.steps_done(),
                 session.steps_per_second,
                 self.fps
-            ));
+            ))
+            .on_hover_text("Training steps so far, training speed, and the page's frame rate.");
         }
         if look_again {
             self.find_gpu();
@@ -551,7 +566,8 @@ impl Playground {
         ui.checkbox(&mut self.overlays.samples, "model samples")
             .on_hover_text("Points drawn from the model: normal samples pushed through x_from_z.");
         ui.horizontal(|ui| {
-            ui.label("colour");
+            ui.label("colour")
+                .on_hover_text("The heatmap's scale: log q shows the tails, q the bulk.");
             let before = self.scale;
             ui.selectable_value(&mut self.scale, Scale::Log, "log");
             ui.selectable_value(&mut self.scale, Scale::Linear, "linear");
@@ -568,7 +584,8 @@ impl Playground {
             self.explorer.get_or_insert_with(explorer::Explorer::default);
         }
         ui.horizontal(|ui| {
-            ui.label("theme");
+            ui.label("theme")
+                .on_hover_text("Dark, light, or as the system is set.");
             let mut theme = ui.options(|o| o.theme_preference);
             ui.selectable_value(&mut theme, egui::ThemePreference::Dark, "dark");
             ui.selectable_value(&mut theme, egui::ThemePreference::Light, "light");
@@ -705,14 +722,17 @@ impl Playground {
         let side_width = if side.is_empty() { 0.0 } else { 250.0 };
         let width = ui.available_width() - side_width - 8.0;
         ui.horizontal(|ui| {
-            let rect = views::loss_ui(
+            let response = views::loss_ui(
                 ui,
                 &session.losses,
                 &held_out,
                 label,
                 Vec2::new(width, 130.0),
             );
-            self.view_rects.push(("loss", rect));
+            self.view_rects.push(("loss", response.rect));
+            response.on_hover_text(
+                "The training loss at every step (thin) and its running mean (thick).",
+            );
             if !side.is_empty() {
                 ui.vertical(|ui| {
                     let height = 130.0 / side.len() as f32 - 2.0;
@@ -733,7 +753,7 @@ impl Playground {
                 ui.monospace("log q(x) = log N(f^-1(x)) + log |det d f^-1 / dx|");
                 ui.label("- The heatmap is q(x): bright where the model puts mass.");
                 ui.label("- The grid lines are circles and rays (radial flows) or a square grid (coupling flows) in z, pushed through f: where they spread apart, the flow stretches space and density thins; bright lines mark |det J| > 1.");
-                ui.label("- Orange dots are samples of the model; the red ring marks a radial flow's centre.");
+                ui.label("- Orange dots are samples of the model; the red ring marks a radial flow's centre, the dashed ellipse its scales.");
                 ui.label("- The loss is the mean -log q of the target's samples (forward KL) or the reverse KL to an energy.");
                 ui.separator();
                 ui.label("Keys: space play/pause | s one step | r reset | ? this help");
@@ -769,7 +789,7 @@ impl eframe::App for Playground {
             session.poll();
             if session.status == Status::Running {
                 session.train_for(session.settings.steps_per_frame, TRAIN_BUDGET);
-                if now.duration_since(self.last_picture) >= PICTURE_INTERVAL
+                if now.duration_since(self.last_picture) >= session.picture_interval()
                     || session.status != Status::Running
                 {
                     session.refresh_picture();

@@ -43,6 +43,8 @@ pub struct Picture {
     pub lines: Vec<Vec<([f32; 2], f32)>>,
     /// the radial centre, if the flow has one
     pub center: Option<[f32; 2]>,
+    /// the radial flow's scales exp(log_scale): its unit ellipse
+    pub scale: Option<[f32; 2]>,
     /// the model drawn, and its step
     pub model: Option<(usize, FlowModel<f64>)>,
 }
@@ -62,6 +64,9 @@ pub struct Metrics {
     /// with a known density)
     pub grid_kl: Option<f64>,
 }
+
+/// The metrics are measured at most this often while training.
+const METRICS_INTERVAL: Duration = Duration::from_millis(300);
 
 /// Held-out samples and flow samples the metrics use.
 const METRIC_SAMPLES: usize = 500;
@@ -173,6 +178,10 @@ pub struct Session {
     pub steps_per_second: f64,
     /// the metrics at each redraw of the views
     pub metrics: Vec<Metrics>,
+    /// how long the last CPU redraw of the views took
+    picture_cost: Duration,
+    /// when the metrics were last measured
+    last_metrics: Option<Instant>,
     /// target samples never trained on (sample targets)
     held_out: Vec<f64>,
     /// the target's log density on a grid of the views (its size, values)
@@ -234,6 +243,8 @@ impl Session {
             rng,
             steps_per_second: 0.0,
             metrics: Vec::new(),
+            picture_cost: Duration::ZERO,
+            last_metrics: None,
             held_out: Vec::new(),
             target_grid: None,
         };
@@ -531,6 +542,7 @@ impl Session {
     /// Recomputes what the views draw from the current model (GPU runs do it
     /// in their next task).
     pub fn refresh_picture(&mut self) {
+        let started = Instant::now();
         let model = match &self.backend_impl {
             Backend::Cpu(t) => t.model(),
             Backend::Gpu(inbox) => {
@@ -556,7 +568,9 @@ impl Session {
         let mut ld_s = vec![0.0f32; 1500];
         flow.x_from_z(&latent, &mut x, &mut ld_s);
         let samples = x.chunks(2).map(|p| [p[0], p[1]]).collect();
-        let (lines, center) = grid_lines(radial_geometry(&model));
+        let geometry = radial_geometry(&model);
+        let scale = geometry.map(|(_, s)| [s[0].exp() as f32, s[1].exp() as f32]);
+        let (lines, center) = grid_lines(geometry);
         let latent: Vec<f32> = lines.points.iter().map(|&v| v as f32).collect();
         let mut pushed = vec![0.0f32; latent.len()];
         let mut ld_g = vec![0.0f32; lines.len()];
@@ -572,10 +586,22 @@ impl Session {
             samples,
             lines,
             center,
+            scale,
             model: Some((step, model)),
         };
         self.picture_version += 1;
         self.record_metrics();
+        self.picture_cost = started.elapsed();
+    }
+
+    /// How often the views should be redrawn while training: every frame on
+    /// the GPU (its kernels draw them); on the CPU as often as keeps drawing
+    /// under a fifth of the time, at least every 300 ms.
+    pub fn picture_interval(&self) -> Duration {
+        match self.backend_impl {
+            Backend::Gpu(_) => Duration::ZERO,
+            Backend::Cpu(_) => (self.picture_cost * 4).min(Duration::from_millis(300)),
+        }
     }
 
     /// Measures the model the views show, once per step it was drawn at.
@@ -586,6 +612,15 @@ impl Session {
         if self.metrics.last().is_some_and(|m| m.step == *step) {
             return;
         }
+        // the views may redraw every frame; the metrics cost more (CPU, f64)
+        if self.status == Status::Running
+            && self
+                .last_metrics
+                .is_some_and(|t| t.elapsed() < METRICS_INTERVAL)
+        {
+            return;
+        }
+        self.last_metrics = Some(Instant::now());
         let flow = model.as_flow();
         let mut m = Metrics {
             step: *step,
@@ -705,7 +740,9 @@ async fn gpu_picture(
     let samples = pushed.chunks(3).map(|p| [p[0], p[1]]).collect();
     // the polar grid follows a radial flow's (trained) centre
     let model = trainer.model_async().await;
-    let (lines, center) = grid_lines(radial_geometry(&model));
+    let geometry = radial_geometry(&model);
+    let scale = geometry.map(|(_, s)| [s[0].exp() as f32, s[1].exp() as f32]);
+    let (lines, center) = grid_lines(geometry);
     let latent: Vec<f32> = lines.points.iter().map(|&v| v as f32).collect();
     let pushed_lines = trainer.x_from_z_async(&latent).await?;
     Ok(Picture {
@@ -714,6 +751,7 @@ async fn gpu_picture(
         samples,
         lines: cut_lines(&lines, &pushed_lines, 3),
         center,
+        scale,
         model: Some((step_offset + trainer.steps_done(), model)),
     })
 }

@@ -124,6 +124,26 @@ pub fn model_ui(
             .collect::<Vec<_>>();
         painter.extend(shapes);
     }
+    // (a dashed line is cut into dashes: never ask for one of unbounded length)
+    let sane = |v: [f32; 2]| v.iter().all(|x| x.is_finite() && x.abs() < 100.0);
+    if let (Some(c), Some(s)) = (picture.center, picture.scale)
+        && sane(c)
+        && sane(s)
+    {
+        // the unit ellipse of the flow's frame: where latent radius 1 starts
+        let ellipse: Vec<Pos2> = (0..=64)
+            .map(|k| {
+                let t = std::f32::consts::TAU * k as f32 / 64.0;
+                to_screen(rect, [c[0] + s[0] * t.cos(), c[1] + s[1] * t.sin()])
+            })
+            .collect();
+        painter.extend(Shape::dashed_line(
+            &ellipse,
+            Stroke::new(1.5, Color32::from_rgb(255, 60, 60)),
+            5.0,
+            4.0,
+        ));
+    }
     if let Some(c) = picture.center {
         let p = to_screen(rect, c);
         painter.circle_stroke(p, 4.0, Stroke::new(2.0, Color32::from_rgb(255, 60, 60)));
@@ -241,7 +261,7 @@ pub fn loss_ui(
     overlay: &[(usize, f64)],
     label: &str,
     size: Vec2,
-) -> Rect {
+) -> egui::Response {
     let (response, painter) = ui.allocate_painter(size, Sense::hover());
     let rect = response.rect;
     painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
@@ -255,7 +275,7 @@ pub fn loss_ui(
             font,
             text_colour,
         );
-        return rect;
+        return response;
     }
     // running mean over ~1% of the run smooths the batch noise
     let window = (losses.len() / 100).max(1);
@@ -282,7 +302,7 @@ pub fn loss_ui(
             (a.min(v), b.max(v))
         });
     if !(lo.is_finite() && hi.is_finite()) {
-        return rect;
+        return response;
     }
     let span = (hi - lo).max(1e-3);
     let inner = rect.shrink2(Vec2::new(44.0, 10.0));
@@ -342,7 +362,7 @@ pub fn loss_ui(
         font,
         text_colour,
     );
-    rect
+    response
 }
 
 /// A small plot of one metric over the steps, with its latest value.
