@@ -118,7 +118,7 @@ async function runMode(name, { args, device }, base) {
   }
   const seconds = (Date.now() - playedAt) / 1000;
   const cache = await serviceWorkerCache(page);
-  const spiral = await measureSpiral(page, base);
+  const spiral = await measureSpiral(page, base, name);
   if (errors.length) throw new Error(`${name}: console errors:\n${errors.join('\n')}`);
   await browser.close();
   console.log(`${name}: ok on the ${device} (first paint ${firstPaint} ms; step ${trained.step} in ${seconds.toFixed(1)} s, loss ${trained.first} -> ${trained.loss}; ${cache})`);
@@ -146,7 +146,7 @@ async function serviceWorkerCache(page) {
 }
 
 /** Opens the default page (the spiral recipe), trains ~10 s, and measures. */
-async function measureSpiral(page, base) {
+async function measureSpiral(page, base, name) {
   await page.goto(`${base}/`);
   await waitFor('the spiral page', async () => (await page.title()).includes('spiral'), 120);
   await page.waitForTimeout(1000); // the GPU, if any, is adopted before play
@@ -165,6 +165,7 @@ async function measureSpiral(page, base) {
     requestAnimationFrame(tick);
   }));
   const end = { step: progress(await page.title()).step, at: Date.now() };
+  await page.screenshot({ path: join(artifacts, `${name}-spiral.png`) });
   const seconds = (end.at - start.at) / 1000;
   return { stepsPerSecond: (end.step - start.step) / seconds, fps: frames.n / (frames.ms / 1000), seconds };
 }
