@@ -509,7 +509,13 @@ impl Playground {
                 self.gpu_note()
             };
             if let Some(note) = note {
-                ui.label(RichText::new(note).small());
+                // the driver's full answer on hover; the panel keeps it short
+                let short = if note.chars().count() > 90 {
+                    format!("{}...", note.chars().take(90).collect::<String>())
+                } else {
+                    note.clone()
+                };
+                ui.label(RichText::new(short).small()).on_hover_text(note);
             }
             let (lost, ready) = match &*self.gpu.borrow() {
                 GpuStatus::Unavailable(_) => (true, false),

@@ -56,7 +56,7 @@ impl GpuContext {
                 ..Default::default()
             })
             .await
-            .map_err(|e| format!("no GPU adapter found ({e}); {NO_ADAPTER_HINT}"))?;
+            .map_err(|e| format!("{NO_ADAPTER_HINT} (no GPU adapter: {e})"))?;
         let info = adapter.get_info();
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {

@@ -309,6 +309,10 @@ impl<T: Real> Trainer for CpuTrainer<T> {
 
     fn backend(&self) -> String {
         let precision = if T::IS_F32 { "f32" } else { "f64" };
-        format!("CPU ({} threads, {precision})", self.settings.threads)
+        let threads = match self.settings.threads {
+            1 => "1 thread".to_string(),
+            n => format!("{n} threads"),
+        };
+        format!("CPU ({threads}, {precision})")
     }
 }
