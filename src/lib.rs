@@ -4,8 +4,9 @@
 //!
 //! Layers, from the bottom up: [`real`] (the float types), [`bijection`] (scalar
 //! maps), [`flow`] (radial and coupling flows), [`target`] (what is learned),
-//! [`train`] (losses, Adam, metrics, the CPU trainer), [`model_file`] (the JSON
-//! model format), [`cli`] (the command-line tool).
+//! [`train`] (losses, Adam, metrics, the CPU trainer), [`mcmc`] (Hamiltonian
+//! Monte Carlo and chain statistics: the phi^4 reference), [`model_file`] (the
+//! JSON model format), [`cli`] (the command-line tool).
 
 #[cfg(feature = "app")]
 pub mod app;
@@ -15,6 +16,7 @@ pub mod cli;
 pub mod flow;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod mcmc;
 pub mod model_file;
 pub mod parallel;
 pub mod real;

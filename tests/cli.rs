@@ -422,3 +422,54 @@ fn bench_prints_cpu_and_gpu_columns() {
     }
     assert_eq!(v["density_grid"].as_array().unwrap().len(), 6, "{out}");
 }
+
+#[test]
+fn phi4_hmc_reports_the_reference_observables_in_both_conventions() {
+    let out = temp("hmc.json", "");
+    let (code, stdout, stderr) = run(&[
+        "phi4",
+        "hmc",
+        "--lattice",
+        "4",
+        "--kappa",
+        "0.3",
+        "--lambda-h",
+        "0.02",
+        "--trajectories",
+        "2000",
+        "--thermalize",
+        "200",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("<|M|>/V") && stdout.contains("chi"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("hmc: 2200/2200 trajectories"), "{stderr}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let c = &report["couplings"];
+    // kappa 0.3, lambda_h 0.02: m^2 = (1 - 0.04) / 0.3 - 4, lambda = 0.02 / 0.09
+    assert!((c["m2"].as_f64().unwrap() - (0.96 / 0.3 - 4.0)).abs() < 1e-12);
+    assert!((c["lambda"].as_f64().unwrap() - 0.02 / 0.09).abs() < 1e-12);
+    assert!((c["kappa"].as_f64().unwrap() - 0.3).abs() < 1e-12);
+    assert_eq!(report["two_point"].as_array().unwrap().len(), 16);
+    let abs_m = &report["abs_m_per_v"];
+    assert!(abs_m["error"].as_f64().unwrap() > 0.0 && abs_m["tau_int"].as_f64().unwrap() >= 0.5);
+    let acceptance = report["hmc"]["acceptance"].as_f64().unwrap();
+    assert!((0.5..=1.0).contains(&acceptance), "{acceptance}");
+}
+
+#[test]
+fn phi4_refuses_an_unbounded_action_and_mixed_conventions() {
+    let (code, _, stderr) = run(&["phi4", "hmc", "--m2", "-1", "--lambda", "0"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("unbounded below"), "{stderr}");
+    let (code, _, stderr) = run(&["phi4", "hmc", "--m2", "1", "--kappa", "0.2"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("one convention"), "{stderr}");
+    let (code, _, stderr) = run(&["phi4", "train"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("unknown phi4 command"), "{stderr}");
+}

@@ -1,10 +1,11 @@
-//! The `flowplay` command-line tool: `eval`, `train` and `bench`.
+//! The `flowplay` command-line tool: `eval`, `train`, `bench` and `phi4`.
 //!
 //! Every failure is one line on stderr and a non-zero exit code, never a panic.
 
 mod args;
 pub mod bench;
 pub mod eval;
+pub mod phi4;
 pub mod train;
 
 pub use args::Args;
@@ -19,7 +20,8 @@ usage:
   flowplay train --target spiral --flow radial-fourier --family cubic --stack 64 \\
                  --steps 5000 --batch 512 --lr 1e-2 --seed 0 [--backend cpu] [--out run.json]
   flowplay bench [--steps 100] [--backend cpu]
-  flowplay help  [eval|train|bench]
+  flowplay phi4 hmc --lattice 8 --m2 -4 --lambda 8 [--trajectories 10000] [--out hmc.json]
+  flowplay help  [eval|train|bench|phi4]
 
 families: cubic_rational, sinh, cubic, affine, spline
 flows:    radial, radial-fourier, coupling, elementwise
@@ -37,17 +39,19 @@ pub fn main(argv: &[String]) -> i32 {
         "eval" => eval::run(rest),
         "train" => train::run(rest),
         "bench" => bench::run(rest),
+        "phi4" => phi4::run(rest),
         "help" | "--help" | "-h" => {
             match rest.first().map(String::as_str) {
                 Some("eval") => println!("{}", eval::HELP),
                 Some("train") => println!("{}", train::HELP),
                 Some("bench") => println!("{}", bench::HELP),
+                Some("phi4") => println!("{}", phi4::HELP),
                 _ => println!("{USAGE}"),
             }
             Ok(())
         }
         other => Err(format!(
-            "unknown command '{other}' (expected eval, train, bench or help)"
+            "unknown command '{other}' (expected eval, train, bench, phi4 or help)"
         )),
     };
     match result {

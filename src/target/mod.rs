@@ -3,6 +3,7 @@
 
 pub mod energy;
 pub mod image;
+pub mod phi4;
 pub mod toy;
 
 pub use image::ImageDensity;
