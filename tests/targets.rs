@@ -172,3 +172,37 @@ fn every_target_is_labelled_and_says_whether_its_density_is_known() {
         assert_eq!(target.has_density(), with_density.contains(&name), "{name}");
     }
 }
+
+/// Targets with samples and a smooth density also give its gradient (reverse
+/// KL); piecewise-constant ones do not.
+#[test]
+fn smooth_sample_targets_have_a_density_gradient() {
+    for name in ["8gaussians", "rings", "circles", "spiral", "annulus"] {
+        let target = Target::parse(name).unwrap();
+        for x in [[0.3, -0.7], [1.9, 0.4], [-2.2, -1.1]] {
+            let (v, g) = target.log_density_grad(&x).unwrap();
+            assert!((v - target.log_density(&x).unwrap()).abs() < 1e-12);
+            for k in 0..2 {
+                let h = 1e-4;
+                let (mut up, mut down) = (x, x);
+                up[k] += h;
+                down[k] -= h;
+                let fd = (target.log_density(&up).unwrap() - target.log_density(&down).unwrap())
+                    / (2.0 * h);
+                assert!(
+                    (fd - g[k]).abs() < 1e-5 * fd.abs().max(1.0),
+                    "{name} at {x:?}: {fd} vs {}",
+                    g[k]
+                );
+            }
+        }
+    }
+    for name in ["checkerboard", "moons"] {
+        assert!(
+            Target::parse(name)
+                .unwrap()
+                .log_density_grad(&[0.1, 0.2])
+                .is_none()
+        );
+    }
+}

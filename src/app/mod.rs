@@ -381,6 +381,10 @@ impl Playground {
             })
             .response
             .on_hover_text("The scalar map: the paper's three analytic families, or the affine and spline baselines.");
+        let smooth = s.target().is_ok_and(|t| t.has_smooth_density());
+        ui.add_enabled(smooth, egui::Checkbox::new(&mut s.reverse_kl, "reverse KL"))
+            .on_hover_text("Learn from the target's density instead of its samples (targets with both: 8gaussians, rings, circles, spiral, annulus); energies always use reverse KL. Applies at the next reset.")
+            .on_disabled_hover_text("This target has only samples (forward KL) or only a density (reverse KL).");
         ui.add(egui::Slider::new(&mut s.stack, 1..=128).text("stack"))
             .on_hover_text("Scalar layers composed in each stack.");
         if s.flow == crate::flow::FlowKind::Coupling {
@@ -695,6 +699,7 @@ impl Playground {
             return;
         };
         let energy = session.target.kind() == crate::target::TargetKind::Energy;
+        let reverse = session.loss() == crate::train::Loss::ReverseKl;
         let series = |pick: fn(&session::Metrics) -> Option<f64>| -> Series {
             session
                 .metrics
@@ -705,12 +710,14 @@ impl Playground {
         let held_out = series(|m| m.held_out_nll);
         let label = if energy {
             "reverse KL loss, KL - log Z (nats)"
+        } else if reverse {
+            "reverse KL, mean of log q - log p over model samples (nats)"
         } else {
             "-log q of training batches (nats); orange: held-out samples"
         };
         // (title, (step, value) points, what it means)
         let mut side: Vec<(&str, Series, &str)> = Vec::new();
-        if energy {
+        if reverse {
             side.push(("ESS/N", series(|m| m.ess), "Effective sample size of the flow's importance weights against the target, over N: 1 is perfect."));
             side.push((
                 "reverse KL",
@@ -725,13 +732,19 @@ impl Playground {
         if !held_out.is_empty() {
             side.push(("held-out NLL", held_out.clone(), "Mean -log q of 500 target samples never trained on; rising while the loss falls means overfitting."));
         }
-        let side_width = if side.is_empty() { 0.0 } else { 250.0 };
+        // up to two metrics in a column, more in two columns
+        let columns = if side.len() > 2 { 2 } else { 1 };
+        let side_width = match side.len() {
+            0 => 0.0,
+            _ => 250.0 * columns as f32,
+        };
         let width = ui.available_width() - side_width - 8.0;
         ui.horizontal(|ui| {
             let response = views::loss_ui(
                 ui,
                 &session.losses,
-                &held_out,
+                // the held-out NLL shares the forward KL's units, not the reverse's
+                if reverse { &[] } else { &held_out },
                 label,
                 Vec2::new(width, 130.0),
             );
@@ -739,11 +752,12 @@ impl Playground {
             response.on_hover_text(
                 "The training loss at every step (thin) and its running mean (thick).",
             );
-            if !side.is_empty() {
+            let rows = side.len().div_ceil(columns.max(1));
+            for column in side.chunks(rows.max(1)) {
                 ui.vertical(|ui| {
-                    let height = 130.0 / side.len() as f32 - 2.0;
-                    for (title, points, hover) in &side {
-                        views::series_ui(ui, title, points, Vec2::new(side_width, height))
+                    let height = 130.0 / rows as f32 - 2.0;
+                    for (title, points, hover) in column {
+                        views::series_ui(ui, title, points, Vec2::new(244.0, height))
                             .on_hover_text(*hover);
                     }
                 });

@@ -97,10 +97,7 @@ fn train_settings(settings: &Settings, target: &Target) -> TrainSettings {
         batch: settings.batch,
         learning_rate: settings.learning_rate,
         seed: settings.seed,
-        loss: match target.kind() {
-            TargetKind::Samples => crate::train::Loss::ForwardKl,
-            TargetKind::Energy => crate::train::Loss::ReverseKl,
-        },
+        loss: super::settings::loss_for(target, settings.reverse_kl),
         threads: crate::train::default_threads(),
     }
 }
@@ -282,6 +279,11 @@ impl Session {
                 Backend::Cpu(t) => t.steps_done(),
                 Backend::Gpu(inbox) => inbox.borrow().steps_done,
             }
+    }
+
+    /// The divergence this run minimizes.
+    pub fn loss(&self) -> crate::train::Loss {
+        super::settings::loss_for(&self.target, self.settings.reverse_kl)
     }
 
     /// The device this run trains on, if it trains on a GPU.
@@ -630,7 +632,7 @@ impl Session {
             let lq = metrics::log_q(flow, &self.held_out);
             m.held_out_nll = Some(-lq.iter().sum::<f64>() / lq.len() as f64);
         }
-        if self.target.kind() == TargetKind::Energy {
+        if self.loss() == crate::train::Loss::ReverseKl {
             let mut rng = Rng::seeded(0x6d65_7472 ^ *step as u64);
             if let Some(r) = metrics::reverse_metrics(flow, &self.target, METRIC_SAMPLES, &mut rng)
             {

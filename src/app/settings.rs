@@ -36,6 +36,9 @@ pub struct Settings {
     pub batch: usize,
     pub steps_per_frame: usize,
     pub seed: u64,
+    /// train a sample target with a smooth density by reverse KL (energy
+    /// targets always train by reverse KL)
+    pub reverse_kl: bool,
 }
 
 impl Default for Settings {
@@ -53,6 +56,7 @@ impl Default for Settings {
             batch: 512,
             steps_per_frame: 4,
             seed: 0,
+            reverse_kl: false,
         }
     }
 }
@@ -66,12 +70,10 @@ impl Settings {
         Family::parse(&self.family)
     }
 
-    /// Forward KL where there are samples, reverse KL for energies.
+    /// Forward KL where there are samples, reverse KL for energies, and the
+    /// user's choice where a target has both samples and a smooth density.
     pub fn loss(&self) -> Result<Loss, String> {
-        Ok(match self.target()?.kind() {
-            TargetKind::Samples => Loss::ForwardKl,
-            TargetKind::Energy => Loss::ReverseKl,
-        })
+        Ok(loss_for(&self.target()?, self.reverse_kl))
     }
 
     /// The architecture these settings describe.
@@ -94,8 +96,9 @@ impl Settings {
 
     /// The settings as a URL query (without the `?`).
     pub fn to_query(&self) -> String {
+        let kl = if self.reverse_kl { "&kl=reverse" } else { "" };
         format!(
-            "target={}&flow={}&family={}&stack={}&layers={}&width={}&lr={}&batch={}&spf={}&seed={}",
+            "target={}&flow={}&family={}&stack={}&layers={}&width={}&lr={}&batch={}&spf={}&seed={}{kl}",
             self.target,
             self.flow.name(),
             self.family,
@@ -140,6 +143,13 @@ impl Settings {
                 "batch" => parse_in(&mut s.batch, value, 16..=8192),
                 "spf" => parse_in(&mut s.steps_per_frame, value, 1..=64),
                 "seed" => parse_in(&mut s.seed, value, 0..=u64::MAX),
+                "kl" => match value {
+                    "reverse" | "forward" => {
+                        s.reverse_kl = value == "reverse";
+                        true
+                    }
+                    _ => false,
+                },
                 "lr" => match value.parse::<f64>() {
                     Ok(v) if (1e-5..=1.0).contains(&v) => {
                         s.learning_rate = v;
@@ -205,6 +215,16 @@ pub fn lessons() -> Vec<Lesson> {
     ]
 }
 
+/// The loss a run of `target` trains by: reverse KL for energies, and for
+/// sample targets with a smooth density when `reverse_kl` asks for it.
+pub fn loss_for(target: &Target, reverse_kl: bool) -> Loss {
+    match target.kind() {
+        TargetKind::Energy => Loss::ReverseKl,
+        TargetKind::Samples if reverse_kl && target.has_smooth_density() => Loss::ReverseKl,
+        TargetKind::Samples => Loss::ForwardKl,
+    }
+}
+
 fn set_if<T>(slot: &mut T, value: T, valid: bool) -> bool {
     if valid {
         *slot = value;
@@ -238,6 +258,7 @@ mod tests {
             family: "sinh".into(),
             learning_rate: 3e-3,
             seed: 42,
+            reverse_kl: true,
             ..Settings::default()
         };
         let (back, ignored) = Settings::from_query(&s.to_query());
