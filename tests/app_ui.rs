@@ -18,6 +18,27 @@ fn harness(settings: Settings) -> Harness<'static, Playground> {
         .build_eframe(move |_cc| Playground::with_settings(settings))
 }
 
+/// The app on the GPU it finds (lavapipe here).
+fn gpu_harness(settings: Settings) -> Harness<'static, Playground> {
+    Harness::builder()
+        .with_size([1280.0, 800.0])
+        .wgpu()
+        .build_eframe(move |_cc| {
+            let mut app = Playground::with_settings(settings);
+            app.find_gpu();
+            app
+        })
+}
+
+/// Runs `rounds` batches of frames with pauses between them, so the views
+/// (and the metrics with them), which redraw on a clock, are redrawn.
+fn train_with_redraws(h: &mut Harness<'static, Playground>, rounds: usize) {
+    for _ in 0..rounds {
+        h.run_steps(10);
+        std::thread::sleep(std::time::Duration::from_millis(320));
+    }
+}
+
 fn screenshot(harness: &mut Harness<'static, Playground>, name: &str) {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../screenshots");
     std::fs::create_dir_all(&dir).expect("screenshot folder");
@@ -122,14 +143,7 @@ fn a_step_that_overflows_stops_training_with_a_message() {
 /// loss falls, and the views come from the GPU kernels.
 #[test]
 fn the_run_trains_on_the_gpu_when_there_is_one() {
-    let mut h = Harness::builder()
-        .with_size([1280.0, 800.0])
-        .wgpu()
-        .build_eframe(|_cc| {
-            let mut app = Playground::with_settings(small("rings", FlowKind::Radial));
-            app.find_gpu();
-            app
-        });
+    let mut h = gpu_harness(small("rings", FlowKind::Radial));
     h.run_steps(3);
     let session = h.state().session().unwrap();
     assert!(session.on_gpu(), "backend: {}", session.backend);
@@ -353,10 +367,7 @@ fn metrics_follow_training_where_the_target_allows() {
     h.run_steps(2);
     h.get_by_label("Play").click();
     // the views (and the metrics with them) are redrawn every 300 ms
-    for _ in 0..8 {
-        h.run_steps(10);
-        std::thread::sleep(std::time::Duration::from_millis(320));
-    }
+    train_with_redraws(&mut h, 8);
     h.run_steps(1);
     let metrics = &h.state().session().unwrap().metrics;
     assert!(metrics.len() >= 2, "{} measurements", metrics.len());
@@ -384,20 +395,10 @@ fn metrics_follow_training_where_the_target_allows() {
 /// moves back once a GPU is found again.
 #[test]
 fn a_lost_gpu_device_moves_the_run_to_the_cpu_and_back() {
-    let mut h = Harness::builder()
-        .with_size([1280.0, 800.0])
-        .wgpu()
-        .build_eframe(|_cc| {
-            let mut app = Playground::with_settings(small("rings", FlowKind::Radial));
-            app.find_gpu();
-            app
-        });
+    let mut h = gpu_harness(small("rings", FlowKind::Radial));
     h.run_steps(3);
     h.get_by_label("Play").click();
-    for _ in 0..4 {
-        h.run_steps(10);
-        std::thread::sleep(std::time::Duration::from_millis(320));
-    }
+    train_with_redraws(&mut h, 4);
     let session = h.state().session().unwrap();
     assert!(session.on_gpu());
     let before = session.steps_done();
@@ -447,10 +448,7 @@ fn a_smooth_sample_target_also_trains_by_reverse_kl() {
     assert_eq!(session.loss(), flowplay::train::Loss::ReverseKl);
     assert!(session.settings.to_query().contains("kl=reverse"));
     h.get_by_label("Play").click();
-    for _ in 0..6 {
-        h.run_steps(10);
-        std::thread::sleep(std::time::Duration::from_millis(320));
-    }
+    train_with_redraws(&mut h, 6);
     h.run_steps(1);
     let session = h.state().session().unwrap();
     let losses = &session.losses;
