@@ -366,7 +366,6 @@ fn metrics_follow_training_where_the_target_allows() {
     let mut h = harness(small("rings", FlowKind::Radial));
     h.run_steps(2);
     h.get_by_label("Play").click();
-    // the views (and the metrics with them) are redrawn every 300 ms
     train_with_redraws(&mut h, 8);
     h.run_steps(1);
     let metrics = &h.state().session().unwrap().metrics;
