@@ -33,6 +33,8 @@ pub enum Target {
     RingMixture {
         rings: usize,
     },
+    /// phi^4 on a periodic lattice: the field is the point (reverse KL)
+    Phi4(phi4::Phi4),
 }
 
 /// Whether a target is learned from samples or from its density.
@@ -63,8 +65,12 @@ impl Target {
         "ring-mixture",
     ];
 
-    /// A built-in target by name (images come from [`Target::Image`]).
+    /// A built-in target by name (images come from [`Target::Image`]); phi^4
+    /// as `phi4:L=8,m2=-4,lambda=8` (or `kappa=..,lambda_h=..`).
     pub fn parse(name: &str) -> Result<Target, String> {
+        if let Some(spec) = name.strip_prefix("phi4") {
+            return parse_phi4(spec.trim_start_matches(':')).map(Target::Phi4);
+        }
         Ok(match name {
             "moons" => Target::Moons,
             "8gaussians" => Target::EightGaussians,
@@ -110,6 +116,7 @@ impl Target {
             Target::TwoMoonsEnergy => "twomoons-energy",
             Target::CircularGmm => "circular-gmm",
             Target::RingMixture { .. } => "ring-mixture",
+            Target::Phi4(_) => "phi4",
         }
     }
 
@@ -123,12 +130,17 @@ impl Target {
             Target::TwoMoonsEnergy | Target::CircularGmm | Target::RingMixture { .. } => {
                 "normflows energy target"
             }
+            Target::Phi4(_) => "phi^4 lattice field theory (math.md section 6)",
             _ => "FFJORD toy data",
         }
     }
 
     pub fn dim(&self) -> usize {
-        if matches!(self, Target::Poly1d) { 1 } else { 2 }
+        match self {
+            Target::Poly1d => 1,
+            Target::Phi4(model) => model.volume(),
+            _ => 2,
+        }
     }
 
     pub fn kind(&self) -> TargetKind {
@@ -136,7 +148,8 @@ impl Target {
             Target::Poly1d
             | Target::TwoMoonsEnergy
             | Target::CircularGmm
-            | Target::RingMixture { .. } => TargetKind::Energy,
+            | Target::RingMixture { .. }
+            | Target::Phi4(_) => TargetKind::Energy,
             _ => TargetKind::Samples,
         }
     }
@@ -192,14 +205,19 @@ impl Target {
         )
     }
 
+    /// Whether [`Target::log_density_grad`] is available (reverse KL).
+    pub fn has_density_gradient(&self) -> bool {
+        self.kind() == TargetKind::Energy || self.has_smooth_density()
+    }
+
     /// Log-density and its gradient: the energy targets' (unnormalized), and
     /// the smooth sample targets' (normalized; the gradient by central
     /// differences, accurate to about 1e-9 in float64).
-    pub fn log_density_grad(&self, x: &[f64]) -> Option<(f64, [f64; 2])> {
+    pub fn log_density_grad(&self, x: &[f64]) -> Option<(f64, Vec<f64>)> {
         if self.has_smooth_density() {
             let v = self.log_density(x)?;
             let h = 1e-5;
-            let mut g = [0.0; 2];
+            let mut g = vec![0.0; 2];
             for (k, gk) in g.iter_mut().enumerate() {
                 let (mut up, mut down) = ([x[0], x[1]], [x[0], x[1]]);
                 up[k] += h;
@@ -208,6 +226,17 @@ impl Target {
             }
             return Some((v, g));
         }
+        if let Target::Phi4(model) = self {
+            let mut g = vec![0.0; x.len()];
+            let s = model.action_grad(x, &mut g);
+            g.iter_mut().for_each(|v| *v = -*v);
+            return Some((-s, g));
+        }
+        self.energy_grad(x).map(|(v, g)| (v, g.to_vec()))
+    }
+
+    /// The 2D (and 1D) energies' log-density and gradient.
+    fn energy_grad(&self, x: &[f64]) -> Option<(f64, [f64; 2])> {
         match self {
             Target::Poly1d => {
                 let (v, g) = energy::poly1d(x[0]);
@@ -231,6 +260,60 @@ impl Target {
 
     /// Whether [`Target::log_density`] is available.
     pub fn has_density(&self) -> bool {
-        self.log_density(&[0.5, 0.5][..self.dim()]).is_some()
+        !matches!(
+            self,
+            Target::Moons
+                | Target::Pinwheel
+                | Target::TwoSpirals
+                | Target::Swissroll
+                | Target::Line
+                | Target::Cos
+        )
     }
+}
+
+/// `L=8,m2=-4,lambda=8` or `L=8,kappa=0.3,lambda_h=0.02` (L defaults to 8).
+fn parse_phi4(spec: &str) -> Result<phi4::Phi4, String> {
+    let mut size = 8usize;
+    let (mut m2, mut lambda, mut kappa, mut lambda_h) = (None, None, None, None);
+    for pair in spec.split(',').filter(|p| !p.is_empty()) {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("phi4: expected key=value, got '{pair}'"))?;
+        let number = || {
+            value
+                .parse::<f64>()
+                .map_err(|_| format!("phi4: {key} must be a number, got '{value}'"))
+        };
+        match key {
+            "L" => {
+                size = value
+                    .parse()
+                    .map_err(|_| format!("phi4: L must be a whole number, got '{value}'"))?
+            }
+            "m2" => m2 = Some(number()?),
+            "lambda" => lambda = Some(number()?),
+            "kappa" => kappa = Some(number()?),
+            "lambda_h" => lambda_h = Some(number()?),
+            other => {
+                return Err(format!(
+                    "phi4: unknown setting '{other}' (expected L, m2, lambda, kappa, lambda_h)"
+                ));
+            }
+        }
+    }
+    let couplings = match (kappa, lambda_h) {
+        (None, None) => phi4::Couplings {
+            m2: m2.unwrap_or(-4.0),
+            lambda: lambda.unwrap_or(8.0),
+        },
+        _ if m2.is_some() || lambda.is_some() => {
+            return Err("phi4: give m2/lambda or kappa/lambda_h, not both".into());
+        }
+        (k, l) => phi4::Couplings::from_hopping(
+            k.ok_or("phi4: kappa is missing")?,
+            l.unwrap_or(0.0),
+        )?,
+    };
+    phi4::Phi4::new(size, couplings)
 }

@@ -136,11 +136,7 @@ impl<T: Real> CpuTrainer<T> {
                 target.name()
             ));
         }
-        if settings.loss == Loss::ReverseKl
-            && target
-                .log_density_grad(&[0.1, 0.2][..target.dim()])
-                .is_none()
-        {
+        if settings.loss == Loss::ReverseKl && !target.has_density_gradient() {
             return Err(format!(
                 "target '{}' has no differentiable density: train it by forward KL",
                 target.name()
