@@ -17,8 +17,8 @@ use crate::bijection::stack::MAX_STACK;
 use crate::bijection::{Family, Scalar, SplineShape, Stack};
 use crate::flow::radial::MAX_ORDER;
 use crate::flow::{
-    CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, FlowModel, RadialConditioner, RadialFlow,
-    RadialSpec,
+    CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, FlowModel, LatticeFlow, LatticeSpec,
+    RadialConditioner, RadialFlow, RadialSpec,
 };
 use serde_json::{Map, Value, json};
 
@@ -266,8 +266,27 @@ pub fn model_from_json(v: &Value, dim: Option<usize>) -> Result<FlowModel<f64>> 
                 spec, params,
             )?))
         }
+        "lattice" => {
+            let (stack, _) = parse_stack(field(v, "bijection", what)?, false, "model bijection")?;
+            let z2 = match v.get("z2") {
+                None => false,
+                Some(flag) => flag
+                    .as_bool()
+                    .ok_or_else(|| "model: 'z2' must be true or false".to_string())?,
+            };
+            let spec = LatticeSpec {
+                size: count(v, "size", what)?,
+                layers: count(v, "layers", what)?,
+                width: count(v, "width", what)?,
+                depth: count(v, "depth", what)?,
+                stack,
+                z2,
+            };
+            let params = numbers(field(v, "params", what)?, "model: 'params'")?;
+            Ok(FlowModel::Lattice(LatticeFlow::from_params(spec, params)?))
+        }
         other => Err(format!(
-            "model: unknown type '{other}' (expected scalar, stack, elementwise, radial, radial-fourier or coupling)"
+            "model: unknown type '{other}' (expected scalar, stack, elementwise, radial, radial-fourier, coupling or lattice)"
         )),
     }
 }
@@ -373,6 +392,16 @@ pub fn model_to_json(model: &FlowModel<f64>) -> Value {
             "layers": f.spec.layers,
             "width": f.spec.width,
             "depth": f.spec.depth,
+            "bijection": template_json(&f.spec.stack),
+            "params": f.params(),
+        }),
+        FlowModel::Lattice(f) => json!({
+            "type": "lattice",
+            "size": f.spec.size,
+            "layers": f.spec.layers,
+            "width": f.spec.width,
+            "depth": f.spec.depth,
+            "z2": f.spec.z2,
             "bijection": template_json(&f.spec.stack),
             "params": f.params(),
         }),

@@ -6,7 +6,8 @@
 
 use flowplay::bijection::{Family, Scalar, SplineShape, Stack};
 use flowplay::flow::{
-    CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, RadialConditioner, RadialFlow, RadialSpec,
+    CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, LatticeFlow, LatticeSpec, RadialConditioner,
+    RadialFlow, RadialSpec,
 };
 use flowplay::rng::Rng;
 use proptest::prelude::*;
@@ -102,6 +103,24 @@ fn flow_table(seed: u64) -> Vec<(String, Box<dyn Flow<f64>>)> {
         let mut f = ElementwiseFlow::<f64>::init(2, stack.clone(), &mut rng).expect("valid");
         perturb(f.params_mut(), &mut rng, 0.4);
         out.push((format!("elementwise-{name}"), Box::new(f)));
+        for z2 in [false, true] {
+            if z2 && stack.odd_raw().is_none() {
+                continue;
+            }
+            let spec = LatticeSpec {
+                size: 4,
+                layers: 2,
+                width: 2,
+                depth: 1,
+                stack: stack.clone(),
+                z2,
+            };
+            let mut f = LatticeFlow::<f64>::init(spec, &mut rng).expect("valid");
+            let spread = 0.1 * (3.0 / stack.n_raw() as f64).sqrt().min(1.0);
+            perturb(f.params_mut(), &mut rng, spread);
+            let design = if z2 { "lattice-z2" } else { "lattice" };
+            out.push((format!("{design}-{name}"), Box::new(f)));
+        }
     }
     out
 }
@@ -634,6 +653,38 @@ fn radius_maps_are_the_stack_differences() {
                 );
             }
             assert_eq!(flow.layer_params(angle).len(), 3);
+        }
+    }
+}
+
+/// The Z2-equivariant lattice flows commute with phi -> -phi in both
+/// directions (the same log-det for phi and -phi), whatever their parameters;
+/// the plain lattice flow, trained-looking, does not.
+#[test]
+fn z2_lattice_flows_commute_with_the_reflection() {
+    let mut rng = Rng::seeded(21);
+    for (name, mut flow) in flow_table(9) {
+        if !name.starts_with("lattice") {
+            continue;
+        }
+        // far from the initialization, where a plain flow is clearly not odd
+        perturb(flow.params_mut(), &mut rng, 0.3);
+        let d = flow.dim();
+        let p: Vec<f64> = (0..d).map(|_| rng.normal()).collect();
+        let minus: Vec<f64> = p.iter().map(|v| -v).collect();
+        let mut worst = 0.0f64;
+        for sampling in [true, false] {
+            let (q, ld) = apply(flow.as_ref(), sampling, &p);
+            let (qm, ldm) = apply(flow.as_ref(), sampling, &minus);
+            worst = worst.max((ld - ldm).abs());
+            for (a, b) in q.iter().zip(&qm) {
+                worst = worst.max((a + b).abs());
+            }
+        }
+        if name.starts_with("lattice-z2") {
+            assert!(worst < 1e-12, "{name}: off by {worst}");
+        } else {
+            assert!(worst > 1e-6, "{name}: unexpectedly odd ({worst})");
         }
     }
 }

@@ -81,9 +81,9 @@ pub fn import(bytes: &[u8], current: &Settings) -> Result<Imported, String> {
             settings.stack = f.spec.stack.len();
             settings.family = f.spec.stack.layers()[0].name().to_string();
         }
-        FlowModel::Elementwise(_) => {
+        FlowModel::Elementwise(_) | FlowModel::Lattice(_) => {
             return Err(
-                "this is an element-wise model; the page shows radial and coupling flows".into(),
+                "this is an element-wise or lattice model; the page's 2D views show radial and coupling flows".into(),
             );
         }
     }
@@ -119,7 +119,7 @@ mod tests {
             match &mut model {
                 FlowModel::Radial(f) => f.params_mut().iter_mut().for_each(|v| *v += 0.1),
                 FlowModel::Coupling(f) => f.params_mut().iter_mut().for_each(|v| *v += 0.01),
-                FlowModel::Elementwise(_) => unreachable!(),
+                FlowModel::Elementwise(_) | FlowModel::Lattice(_) => unreachable!(),
             }
             let bytes = export(&model, 120, &settings);
             let imported = import(&bytes, &Settings::default()).unwrap();

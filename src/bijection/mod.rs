@@ -136,6 +136,26 @@ impl Family {
         }
     }
 
+    /// Which raw values flip sign under the reflection `x -> -x`: with those
+    /// negated, the map becomes `x -> -f(-x)` (each is a shift whose raw-to-
+    /// constrained transform is the identity). A layer whose flipping values
+    /// are odd functions of what conditions it, and whose other values are even
+    /// ones, is Z2-equivariant (math.md section 6). `None` for the spline, which
+    /// has no such form.
+    pub fn odd_raw(&self) -> Option<&'static [bool]> {
+        match self {
+            // (alpha, beta, c): f(-x; -c) = -f(x; c)
+            Family::CubicRational => Some(&[false, false, true]),
+            // (s, beta, c, mu, nu): sinh and asinh are odd, so beta and c flip
+            Family::Sinh => Some(&[false, true, true, false, false]),
+            // (a, b, beta, c): g is odd, so beta and c flip
+            Family::Cubic => Some(&[false, false, true, true]),
+            // (s, t)
+            Family::Affine => Some(&[false, true]),
+            Family::Spline(_) => None,
+        }
+    }
+
     /// Default raw initialization (math.md), with `normal` drawing N(0, 1).
     pub fn default_raw(&self, normal: &mut dyn FnMut() -> f64) -> Vec<f64> {
         match self {

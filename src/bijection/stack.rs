@@ -64,6 +64,15 @@ impl Stack {
         self.offsets[k]..self.offsets[k] + self.layers[k].n_raw()
     }
 
+    /// [`Family::odd_raw`] of every layer, in raw order; `None` when a layer has none.
+    pub fn odd_raw(&self) -> Option<Vec<bool>> {
+        let mut mask = Vec::with_capacity(self.n_raw);
+        for family in &self.layers {
+            mask.extend_from_slice(family.odd_raw()?);
+        }
+        Some(mask)
+    }
+
     /// Default raw initialization of every layer.
     pub fn default_raw(&self, normal: &mut dyn FnMut() -> f64) -> Vec<f64> {
         self.layers

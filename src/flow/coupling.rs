@@ -89,6 +89,18 @@ pub struct CouplingFlow<T> {
 struct LayerCache<T> {
     mlp: MlpCache<T>,
     raw: Array2<T>,
+    active: ActiveTrace<T>,
+}
+
+/// The direction a layer runs in.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Direction {
+    XFromZ,
+    ZFromX,
+}
+
+/// What transforming a layer's active elements keeps for the backward pass.
+pub(super) struct ActiveTrace<T> {
     /// stack traces, (n * n_active) x K
     traces: Vec<T>,
     /// each active element's value on the x side of its stack (the output in
@@ -96,10 +108,80 @@ struct LayerCache<T> {
     x_side: Vec<T>,
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Direction {
-    XFromZ,
-    ZFromX,
+/// Applies the stack to the active elements of every sample of `cur` (n x d,
+/// in place) in `dir`, element `a` of sample `i` with the raw values
+/// `raw[(i * n_active + a) * p ..][..p]`, adding log-dets into `log_det`.
+pub(super) fn transform_active<T: Real>(
+    stack: &Stack,
+    dir: Direction,
+    active: &[usize],
+    raw: &[T],
+    cur: &mut [T],
+    log_det: &mut [T],
+) -> ActiveTrace<T> {
+    let n = log_det.len();
+    let d = cur.len() / n.max(1);
+    let (k, p) = (stack.len(), stack.n_raw());
+    let mut traces = vec![T::zero(); n * active.len() * k];
+    let mut x_side = vec![T::zero(); n * active.len()];
+    let mut built = Vec::with_capacity(k);
+    for i in 0..n {
+        for (a, &idx) in active.iter().enumerate() {
+            let e = i * active.len() + a;
+            stack.build(&raw[e * p..(e + 1) * p], &mut built);
+            let trace = &mut traces[e * k..(e + 1) * k];
+            let v = cur[i * d + idx];
+            let (out, logd) = match dir {
+                Direction::XFromZ => Stack::x_from_z_trace(&built, v, trace),
+                Direction::ZFromX => Stack::z_from_x_trace(&built, v, trace),
+            };
+            cur[i * d + idx] = out;
+            x_side[e] = if dir == Direction::XFromZ { out } else { v };
+            log_det[i] += if dir == Direction::XFromZ {
+                logd
+            } else {
+                -logd
+            };
+        }
+    }
+    ActiveTrace { traces, x_side }
+}
+
+/// Backward through [`transform_active`]: turns the active elements' output
+/// adjoints in `bar` (n x d) into input adjoints and writes the raw values'
+/// adjoints into `raw_bar` (laid out as `raw`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn transform_active_backward<T: Real>(
+    stack: &Stack,
+    dir: Direction,
+    active: &[usize],
+    raw: &[T],
+    trace: &ActiveTrace<T>,
+    bar: &mut [T],
+    ld_bar: &[T],
+    raw_bar: &mut [T],
+) {
+    let n = ld_bar.len();
+    let d = bar.len() / n.max(1);
+    let (k, p) = (stack.len(), stack.n_raw());
+    let mut built = Vec::with_capacity(k);
+    for i in 0..n {
+        for (a, &idx) in active.iter().enumerate() {
+            let e = i * active.len() + a;
+            stack.build(&raw[e * p..(e + 1) * p], &mut built);
+            let tr = &trace.traces[e * k..(e + 1) * k];
+            let g = &mut raw_bar[e * p..(e + 1) * p];
+            let b = bar[i * d + idx];
+            bar[i * d + idx] = match dir {
+                Direction::XFromZ => {
+                    stack.x_from_z_backward(&built, tr, trace.x_side[e], b, ld_bar[i], g)
+                }
+                Direction::ZFromX => {
+                    stack.z_from_x_backward(&built, tr, trace.x_side[e], b, ld_bar[i], g)
+                }
+            };
+        }
+    }
 }
 
 impl<T: Real> CouplingFlow<T> {
@@ -152,42 +234,16 @@ impl<T: Real> CouplingFlow<T> {
         let d = self.spec.dim;
         let n = log_det.len();
         let (active, passive) = self.spec.split(l);
-        let k = self.spec.stack.len();
-        let p = self.spec.stack.n_raw();
         let input = Array2::from_shape_fn((n, passive.len()), |(i, j)| cur[i * d + passive[j]]);
         let (raw, mlp) = self.spec.mlp(l).forward(self.layer_params(l), input);
-        let mut traces = vec![T::zero(); n * active.len() * k];
-        let mut x_side = vec![T::zero(); n * active.len()];
-        let mut built = Vec::with_capacity(k);
         let raw_flat = raw
             .as_slice()
             .unwrap_or_else(|| unreachable!("standard layout"));
-        for i in 0..n {
-            for (a, &idx) in active.iter().enumerate() {
-                let e = i * active.len() + a;
-                self.spec
-                    .stack
-                    .build(&raw_flat[e * p..(e + 1) * p], &mut built);
-                let trace = &mut traces[e * k..(e + 1) * k];
-                let v = cur[i * d + idx];
-                let (out, logd) = match dir {
-                    Direction::XFromZ => Stack::x_from_z_trace(&built, v, trace),
-                    Direction::ZFromX => Stack::z_from_x_trace(&built, v, trace),
-                };
-                cur[i * d + idx] = out;
-                x_side[e] = if dir == Direction::XFromZ { out } else { v };
-                log_det[i] += if dir == Direction::XFromZ {
-                    logd
-                } else {
-                    -logd
-                };
-            }
-        }
+        let active_trace = transform_active(&self.spec.stack, dir, &active, raw_flat, cur, log_det);
         LayerCache {
             mlp,
             raw,
-            traces,
-            x_side,
+            active: active_trace,
         }
     }
 
@@ -205,48 +261,23 @@ impl<T: Real> CouplingFlow<T> {
         let d = self.spec.dim;
         let n = ld_bar.len();
         let (active, passive) = self.spec.split(l);
-        let k = self.spec.stack.len();
         let p = self.spec.stack.n_raw();
         let mut raw_bar = Array2::<T>::zeros((n, active.len() * p));
-        let raw_flat = cache
-            .raw
-            .as_slice()
-            .unwrap_or_else(|| unreachable!("standard layout"));
-        let mut built = Vec::with_capacity(k);
-        {
-            let rb = raw_bar
+        transform_active_backward(
+            &self.spec.stack,
+            dir,
+            &active,
+            cache
+                .raw
+                .as_slice()
+                .unwrap_or_else(|| unreachable!("standard layout")),
+            &cache.active,
+            bar,
+            ld_bar,
+            raw_bar
                 .as_slice_mut()
-                .unwrap_or_else(|| unreachable!("standard layout"));
-            for i in 0..n {
-                for (a, &idx) in active.iter().enumerate() {
-                    let e = i * active.len() + a;
-                    self.spec
-                        .stack
-                        .build(&raw_flat[e * p..(e + 1) * p], &mut built);
-                    let trace = &cache.traces[e * k..(e + 1) * k];
-                    let g = &mut rb[e * p..(e + 1) * p];
-                    let b = bar[i * d + idx];
-                    bar[i * d + idx] = match dir {
-                        Direction::XFromZ => self.spec.stack.x_from_z_backward(
-                            &built,
-                            trace,
-                            cache.x_side[e],
-                            b,
-                            ld_bar[i],
-                            g,
-                        ),
-                        Direction::ZFromX => self.spec.stack.z_from_x_backward(
-                            &built,
-                            trace,
-                            cache.x_side[e],
-                            b,
-                            ld_bar[i],
-                            g,
-                        ),
-                    };
-                }
-            }
-        }
+                .unwrap_or_else(|| unreachable!("standard layout")),
+        );
         let off = self.spec.layer_offset(l);
         let shape = self.spec.mlp(l);
         let in_bar = shape.backward(

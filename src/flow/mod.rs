@@ -1,13 +1,16 @@
 //! Flows on R^d built from scalar bijections: radial flows (direct and
-//! angle-dependent), coupling flows, and an element-wise scalar flow (the 1D case).
+//! angle-dependent), coupling flows (on coordinates, or on a lattice field with
+//! checkerboard masks and convolutions), and an element-wise scalar flow.
 //!
 //! All batch arrays are row-major, `n x dim`. Directions are named by their
 //! spaces: `x_from_z` samples, `z_from_x` evaluates densities. `log_det` is
 //! `log |det d(output)/d(input)|` of the direction computed.
 
+pub mod conv;
 pub mod coupling;
 pub mod elementwise;
 pub mod grid;
+pub mod lattice;
 pub mod mlp;
 pub mod model;
 pub mod radial;
@@ -15,6 +18,7 @@ pub mod radial;
 use crate::real::Real;
 pub use coupling::{CouplingFlow, CouplingSpec};
 pub use elementwise::ElementwiseFlow;
+pub use lattice::{LatticeFlow, LatticeSpec};
 pub use model::{FlowConfig, FlowKind, FlowModel};
 pub use radial::{RadialConditioner, RadialFlow, RadialSpec};
 

@@ -2,7 +2,8 @@
 //! and the architecture choices that build one.
 
 use super::{
-    CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, RadialConditioner, RadialFlow, RadialSpec,
+    CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, LatticeFlow, LatticeSpec, RadialConditioner,
+    RadialFlow, RadialSpec,
 };
 use crate::bijection::{Family, Stack};
 use crate::real::Real;
@@ -19,14 +20,18 @@ pub enum FlowKind {
     Coupling,
     /// One stack on every coordinate (the 1D flow).
     Elementwise,
+    /// Coupling flow on an L x L lattice field: checkerboard masks and a
+    /// convolutional conditioner (phi^4).
+    Lattice,
 }
 
 impl FlowKind {
-    pub const ALL: [FlowKind; 4] = [
+    pub const ALL: [FlowKind; 5] = [
         FlowKind::Radial,
         FlowKind::RadialFourier,
         FlowKind::Coupling,
         FlowKind::Elementwise,
+        FlowKind::Lattice,
     ];
 
     pub fn name(&self) -> &'static str {
@@ -35,6 +40,7 @@ impl FlowKind {
             FlowKind::RadialFourier => "radial-fourier",
             FlowKind::Coupling => "coupling",
             FlowKind::Elementwise => "elementwise",
+            FlowKind::Lattice => "lattice",
         }
     }
 
@@ -44,7 +50,7 @@ impl FlowKind {
             .copied()
             .find(|k| k.name() == name)
             .ok_or_else(|| {
-                format!("unknown flow '{name}' (expected one of: radial, radial-fourier, coupling, elementwise)")
+                format!("unknown flow '{name}' (expected one of: radial, radial-fourier, coupling, elementwise, lattice)")
             })
     }
 }
@@ -66,6 +72,8 @@ pub struct FlowConfig {
     pub center: Option<Vec<f64>>,
     /// Radial log-scales (N(0, 0.1^2) when absent).
     pub log_scale: Option<Vec<f64>>,
+    /// Lattice flows: the Z2-equivariant design (see [`LatticeSpec::z2`]).
+    pub z2: bool,
 }
 
 impl FlowConfig {
@@ -82,6 +90,7 @@ impl FlowConfig {
             fourier_order: 3,
             center: None,
             log_scale: None,
+            z2: false,
         }
     }
 
@@ -128,6 +137,23 @@ impl FlowConfig {
             FlowKind::Elementwise => {
                 FlowModel::Elementwise(ElementwiseFlow::init(dim, stack, rng)?)
             }
+            FlowKind::Lattice => {
+                let size = (dim as f64).sqrt().round() as usize;
+                if size * size != dim {
+                    return Err(format!(
+                        "a lattice flow needs a square lattice field, got dimension {dim}"
+                    ));
+                }
+                let spec = LatticeSpec {
+                    size,
+                    layers: self.layers,
+                    width: self.width,
+                    depth: self.depth,
+                    stack,
+                    z2: self.z2,
+                };
+                FlowModel::Lattice(LatticeFlow::init(spec, rng)?)
+            }
         })
     }
 }
@@ -138,6 +164,7 @@ pub enum FlowModel<T> {
     Radial(RadialFlow<T>),
     Coupling(CouplingFlow<T>),
     Elementwise(ElementwiseFlow<T>),
+    Lattice(LatticeFlow<T>),
 }
 
 impl<T: Real> FlowModel<T> {
@@ -146,6 +173,7 @@ impl<T: Real> FlowModel<T> {
             FlowModel::Radial(f) => f,
             FlowModel::Coupling(f) => f,
             FlowModel::Elementwise(f) => f,
+            FlowModel::Lattice(f) => f,
         }
     }
 
@@ -154,6 +182,7 @@ impl<T: Real> FlowModel<T> {
             FlowModel::Radial(f) => f,
             FlowModel::Coupling(f) => f,
             FlowModel::Elementwise(f) => f,
+            FlowModel::Lattice(f) => f,
         }
     }
 
@@ -173,6 +202,10 @@ impl<T: Real> FlowModel<T> {
             ),
             FlowModel::Elementwise(f) => FlowModel::Elementwise(
                 ElementwiseFlow::from_params(f.dim, f.stack.clone(), conv(f.params()))
+                    .unwrap_or_else(|e| unreachable(e)),
+            ),
+            FlowModel::Lattice(f) => FlowModel::Lattice(
+                LatticeFlow::from_params(f.spec.clone(), conv(f.params()))
                     .unwrap_or_else(|e| unreachable(e)),
             ),
         }

@@ -29,8 +29,8 @@ impl GpuTrainer {
             FlowModel::Coupling(_) => Ok(Self::Coupling(Box::new(GpuCouplingTrainer::new(
                 ctx, model, target, settings,
             )?))),
-            FlowModel::Elementwise(_) => Err(
-                "the GPU trains radial and coupling flows; use --backend cpu for element-wise flows"
+            FlowModel::Elementwise(_) | FlowModel::Lattice(_) => Err(
+                "the GPU trains radial and coupling flows; use --backend cpu for element-wise and lattice flows"
                     .into(),
             ),
         }

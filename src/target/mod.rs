@@ -310,10 +310,9 @@ fn parse_phi4(spec: &str) -> Result<phi4::Phi4, String> {
         _ if m2.is_some() || lambda.is_some() => {
             return Err("phi4: give m2/lambda or kappa/lambda_h, not both".into());
         }
-        (k, l) => phi4::Couplings::from_hopping(
-            k.ok_or("phi4: kappa is missing")?,
-            l.unwrap_or(0.0),
-        )?,
+        (k, l) => {
+            phi4::Couplings::from_hopping(k.ok_or("phi4: kappa is missing")?, l.unwrap_or(0.0))?
+        }
     };
     phi4::Phi4::new(size, couplings)
 }

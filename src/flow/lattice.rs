@@ -1,0 +1,361 @@
+//! Coupling flows on the periodic L x L lattice (math.md section 6): checkerboard
+//! masks and a convolutional conditioner ([`super::conv`]), with a scalar stack
+//! on each active site. Layer `l` is active on the sites `(x + y + parity_l)`
+//! odd, parity 1 for the first layer and flipping, so two layers update every
+//! site once.
+//!
+//! The conditioner sees the whole field with the active sites zeroed and gives
+//! each site its stack's raw values. In the Z2-equivariant design (`z2`) it is
+//! run on the field and on its negation, `N(+phi)` and `N(-phi)`: the stack's
+//! shift-like raw values (those [`crate::bijection::Family::odd_raw`] marks)
+//! take the odd part `(N(+phi) - N(-phi)) / 2`, all others the even part
+//! `(N(+phi) + N(-phi)) / 2`. Each site's map is then an odd function of the
+//! whole field, so the flow commutes with `phi -> -phi` and its density is
+//! symmetric whatever the training does: it cannot collapse onto one sign of
+//! the magnetization.
+//!
+//! Fields are rows of `n x V` arrays, site `s = y * L + x`. Parameter layout:
+//! each layer's [`ConvShape`] parameters in turn.
+
+use super::conv::{ConvCache, ConvShape};
+use super::coupling::{ActiveTrace, Direction, transform_active, transform_active_backward};
+use super::{Adjoint, Flow};
+use crate::bijection::{Family, Stack};
+use crate::real::Real;
+use crate::rng::Rng;
+use ndarray::Array2;
+
+/// Largest lattice side a lattice flow takes.
+pub const MAX_SIZE: usize = 64;
+/// Largest number of channels of the convolutional conditioner.
+pub const MAX_CHANNELS: usize = 256;
+
+/// The structure of a lattice coupling flow.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LatticeSpec {
+    /// Lattice side L (even, so the checkerboard is consistent across the boundary).
+    pub size: usize,
+    pub layers: usize,
+    /// Channels of the conditioner.
+    pub width: usize,
+    /// Residual blocks of the conditioner.
+    pub depth: usize,
+    /// The transform of each active site.
+    pub stack: Stack,
+    /// Whether the flow is Z2-equivariant (even/odd conditioner, odd site maps).
+    pub z2: bool,
+}
+
+impl LatticeSpec {
+    pub fn volume(&self) -> usize {
+        self.size * self.size
+    }
+
+    /// Active and passive sites of layer `l`.
+    pub fn split(&self, l: usize) -> (Vec<usize>, Vec<usize>) {
+        let parity = if l.is_multiple_of(2) { 1 } else { 0 };
+        let size = self.size;
+        (0..self.volume()).partition(|s| (s / size + s % size + parity) % 2 == 1)
+    }
+
+    pub fn conv(&self) -> ConvShape {
+        ConvShape {
+            size: self.size,
+            c_in: 1,
+            width: self.width,
+            depth: self.depth,
+            c_out: self.stack.n_raw(),
+        }
+    }
+
+    pub fn n_params(&self) -> usize {
+        self.layers * self.conv().n_params()
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        use super::limits::{MAX_DEPTH, MAX_LAYERS};
+        if !(2..=MAX_SIZE).contains(&self.size) || !self.size.is_multiple_of(2) {
+            return Err(format!(
+                "a lattice flow needs an even side from 2 to {MAX_SIZE}, got {}",
+                self.size
+            ));
+        }
+        if !(1..=MAX_LAYERS).contains(&self.layers)
+            || !(1..=MAX_CHANNELS).contains(&self.width)
+            || self.depth > MAX_DEPTH
+        {
+            return Err(format!(
+                "a lattice flow needs 1 to {MAX_LAYERS} layers, 1 to {MAX_CHANNELS} channels and depth 0 to {MAX_DEPTH}"
+            ));
+        }
+        if self.stack.is_empty() {
+            return Err("a lattice flow needs a scalar transform".into());
+        }
+        if self.z2 && self.stack.odd_raw().is_none() {
+            return Err(
+                "the Z2-equivariant lattice flow needs families with an odd form (not the spline)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct LatticeFlow<T> {
+    pub spec: LatticeSpec,
+    params: Vec<T>,
+}
+
+/// What one layer's forward pass keeps for its backward pass.
+struct LayerCache<T> {
+    conv: ConvCache<T>,
+    raw: Vec<T>,
+    active: ActiveTrace<T>,
+}
+
+impl<T: Real> LatticeFlow<T> {
+    /// As the coupling flows' `extract_init`: output kernel N(0, 1e-3^2) and
+    /// output bias one draw of the stack's default raw values, so every layer
+    /// starts near the identity (affine exactly at it).
+    pub fn init(spec: LatticeSpec, rng: &mut Rng) -> Result<Self, String> {
+        spec.validate()?;
+        let affine = spec.stack.layers().iter().all(|f| *f == Family::Affine);
+        let shape = spec.conv();
+        let mut params = Vec::with_capacity(spec.n_params());
+        for _ in 0..spec.layers {
+            let bias = spec.stack.default_raw(&mut || rng.normal());
+            let out_std = if affine { 0.0 } else { 1e-3 };
+            params.extend(shape.init(out_std, &bias, rng));
+        }
+        Ok(Self {
+            spec,
+            params: params.into_iter().map(T::c).collect(),
+        })
+    }
+
+    pub fn from_params(spec: LatticeSpec, params: Vec<T>) -> Result<Self, String> {
+        spec.validate()?;
+        if params.len() != spec.n_params() {
+            return Err(format!(
+                "lattice flow expects {} parameters, got {}",
+                spec.n_params(),
+                params.len()
+            ));
+        }
+        Ok(Self { spec, params })
+    }
+
+    fn layer_range(&self, l: usize) -> std::ops::Range<usize> {
+        let per = self.spec.conv().n_params();
+        l * per..(l + 1) * per
+    }
+
+    /// Copies of the field the conditioner runs on: the field with the active
+    /// sites zeroed, and (Z2) its negation after it.
+    fn copies(&self) -> usize {
+        if self.spec.z2 { 2 } else { 1 }
+    }
+
+    /// Runs one layer in `dir` on `cur` (n x V) in place, adding log-dets.
+    fn layer_forward(
+        &self,
+        l: usize,
+        dir: Direction,
+        cur: &mut [T],
+        log_det: &mut [T],
+    ) -> LayerCache<T> {
+        let v = self.spec.volume();
+        let n = log_det.len();
+        let (active, passive) = self.spec.split(l);
+        let p = self.spec.stack.n_raw();
+        let copies = self.copies();
+        let mut input = Array2::zeros((copies * n * v, 1));
+        for i in 0..n {
+            for &s in &passive {
+                input[(i * v + s, 0)] = cur[i * v + s];
+                if copies == 2 {
+                    input[((n + i) * v + s, 0)] = -cur[i * v + s];
+                }
+            }
+        }
+        let (out, conv) = self
+            .spec
+            .conv()
+            .forward(&self.params[self.layer_range(l)], input);
+        let odd = self.spec.stack.odd_raw();
+        let half = T::c(0.5);
+        let mut raw = vec![T::zero(); n * active.len() * p];
+        for i in 0..n {
+            for (a, &s) in active.iter().enumerate() {
+                let e = (i * active.len() + a) * p;
+                for j in 0..p {
+                    let plus = out[(i * v + s, j)];
+                    raw[e + j] = match &odd {
+                        Some(mask) if copies == 2 => {
+                            let minus = out[((n + i) * v + s, j)];
+                            if mask[j] {
+                                half * (plus - minus)
+                            } else {
+                                half * (plus + minus)
+                            }
+                        }
+                        _ => plus,
+                    };
+                }
+            }
+        }
+        let active_trace = transform_active(&self.spec.stack, dir, &active, &raw, cur, log_det);
+        LayerCache {
+            conv,
+            raw,
+            active: active_trace,
+        }
+    }
+
+    /// Backward through one layer: `bar` holds the output adjoints (n x V) and is
+    /// turned into the input adjoints; parameter adjoints go into `grad`.
+    fn layer_backward(
+        &self,
+        l: usize,
+        dir: Direction,
+        cache: &LayerCache<T>,
+        bar: &mut [T],
+        ld_bar: &[T],
+        grad: &mut [T],
+    ) {
+        let v = self.spec.volume();
+        let n = ld_bar.len();
+        let (active, passive) = self.spec.split(l);
+        let p = self.spec.stack.n_raw();
+        let copies = self.copies();
+        let mut raw_bar = vec![T::zero(); cache.raw.len()];
+        transform_active_backward(
+            &self.spec.stack,
+            dir,
+            &active,
+            &cache.raw,
+            &cache.active,
+            bar,
+            ld_bar,
+            &mut raw_bar,
+        );
+        let odd = self.spec.stack.odd_raw();
+        let half = T::c(0.5);
+        let mut out_bar = Array2::zeros((copies * n * v, p));
+        for i in 0..n {
+            for (a, &s) in active.iter().enumerate() {
+                let e = (i * active.len() + a) * p;
+                for j in 0..p {
+                    let rb = raw_bar[e + j];
+                    match &odd {
+                        Some(mask) if copies == 2 => {
+                            out_bar[(i * v + s, j)] = half * rb;
+                            out_bar[((n + i) * v + s, j)] =
+                                if mask[j] { -half * rb } else { half * rb };
+                        }
+                        _ => out_bar[(i * v + s, j)] = rb,
+                    }
+                }
+            }
+        }
+        let range = self.layer_range(l);
+        let in_bar = self.spec.conv().backward(
+            &self.params[range.clone()],
+            &cache.conv,
+            out_bar.view(),
+            &mut grad[range],
+        );
+        // Only the passive sites were fed in; the zeroed active sites carry nothing.
+        for i in 0..n {
+            for &s in &passive {
+                bar[i * v + s] += in_bar[(i * v + s, 0)];
+                if copies == 2 {
+                    bar[i * v + s] -= in_bar[((n + i) * v + s, 0)];
+                }
+            }
+        }
+    }
+
+    fn run(
+        &self,
+        dir: Direction,
+        input: &[T],
+        output: &mut [T],
+        log_det: &mut [T],
+        backward: Option<(&Adjoint<T>, &mut [T])>,
+    ) {
+        output.copy_from_slice(input);
+        log_det.iter_mut().for_each(|v| *v = T::zero());
+        let order: Vec<usize> = match dir {
+            Direction::XFromZ => (0..self.spec.layers).collect(),
+            Direction::ZFromX => (0..self.spec.layers).rev().collect(),
+        };
+        let mut caches = Vec::with_capacity(order.len());
+        for &l in &order {
+            caches.push(self.layer_forward(l, dir, output, log_det));
+        }
+        let Some((adjoint, grad)) = backward else {
+            return;
+        };
+        let v = self.spec.volume();
+        let mut bar = vec![T::zero(); output.len()];
+        let ld_bar: Vec<T> = (0..log_det.len())
+            .map(|i| {
+                adjoint(
+                    i,
+                    &output[i * v..(i + 1) * v],
+                    log_det[i],
+                    &mut bar[i * v..(i + 1) * v],
+                )
+            })
+            .collect();
+        for (&l, cache) in order.iter().zip(&caches).rev() {
+            self.layer_backward(l, dir, cache, &mut bar, &ld_bar, grad);
+        }
+    }
+}
+
+impl<T: Real> Flow<T> for LatticeFlow<T> {
+    fn dim(&self) -> usize {
+        self.spec.volume()
+    }
+
+    fn params(&self) -> &[T] {
+        &self.params
+    }
+
+    fn params_mut(&mut self) -> &mut [T] {
+        &mut self.params
+    }
+
+    fn x_from_z(&self, z: &[T], x: &mut [T], log_det: &mut [T]) {
+        self.run(Direction::XFromZ, z, x, log_det, None);
+    }
+
+    fn z_from_x(&self, x: &[T], z: &mut [T], log_det: &mut [T]) {
+        self.run(Direction::ZFromX, x, z, log_det, None);
+    }
+
+    fn z_from_x_grad(
+        &self,
+        x: &[T],
+        adjoint: &Adjoint<T>,
+        z: &mut [T],
+        log_det: &mut [T],
+        grad: &mut [T],
+    ) {
+        self.run(Direction::ZFromX, x, z, log_det, Some((adjoint, grad)));
+    }
+
+    fn x_from_z_grad(
+        &self,
+        z: &[T],
+        adjoint: &Adjoint<T>,
+        x: &mut [T],
+        log_det: &mut [T],
+        grad: &mut [T],
+    ) {
+        self.run(Direction::XFromZ, z, x, log_det, Some((adjoint, grad)));
+    }
+}
