@@ -469,7 +469,7 @@ fn phi4_refuses_an_unbounded_action_and_mixed_conventions() {
     let (code, _, stderr) = run(&["phi4", "hmc", "--m2", "1", "--kappa", "0.2"]);
     assert_eq!(code, 1);
     assert!(stderr.contains("one convention"), "{stderr}");
-    let (code, _, stderr) = run(&["phi4", "train"]);
+    let (code, _, stderr) = run(&["phi4", "metropolis"]);
     assert_eq!(code, 1);
     assert!(stderr.contains("unknown phi4 command"), "{stderr}");
 }
@@ -521,4 +521,101 @@ fn flows_train_on_the_phi4_field_by_reverse_kl() {
     let (code, _, stderr) = run(&["train", "--target", "phi4:L=4,m2=-1,lambda=0"]);
     assert_eq!(code, 1);
     assert!(stderr.contains("unbounded below"), "{stderr}");
+}
+
+/// A lattice coupling flow trained on a small lattice, its samples corrected by
+/// independent Metropolis-Hastings and by importance weights: both estimates
+/// of <|M|>/V, <M^2>/V and G_c(0) agree with HMC's within their error bars.
+#[test]
+fn corrected_flow_estimates_agree_with_hmc_on_a_small_lattice() {
+    let out = temp("phi4-coupling.json", "");
+    let (code, stdout, stderr) = run(&[
+        "phi4",
+        "--lattice",
+        "4",
+        "--m2",
+        "-4",
+        "--lambda",
+        "8",
+        "--flow",
+        "coupling",
+        "--family",
+        "sinh",
+        "--steps",
+        "400",
+        "--samples",
+        "20000",
+        "--trajectories",
+        "20000",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("ESS/N"), "{stdout}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let ess = report["ess"].as_f64().unwrap();
+    let acceptance = report["acceptance"].as_f64().unwrap();
+    assert!(ess > 0.05 && ess <= 1.0, "ESS/N {ess}");
+    assert!(
+        acceptance > 0.1 && acceptance < 1.0,
+        "acceptance {acceptance}"
+    );
+    for method in ["imh", "reweighted"] {
+        for observable in ["abs_m_per_v", "m2_per_v", "g0"] {
+            let pull = report["pulls"][method][observable].as_f64().unwrap();
+            assert!(
+                pull.abs() < 4.0,
+                "{method} {observable}: {pull} combined errors from HMC: {}",
+                report[method]
+            );
+        }
+    }
+    assert_eq!(report["model"]["type"], "lattice");
+    assert_eq!(report["imh"]["two_point"].as_array().unwrap().len(), 16);
+}
+
+/// At a broken-phase point the Z2-equivariant coupling flow puts exactly half
+/// its samples at M > 0 (within binomial noise), trained or not.
+#[test]
+fn the_z2_flow_samples_both_modes_in_the_broken_phase() {
+    let out = temp("phi4-z2.json", "");
+    let samples: f64 = 10_000.0;
+    let (code, _, stderr) = run(&[
+        "phi4",
+        "--lattice",
+        "4",
+        "--m2",
+        "-4",
+        "--lambda",
+        "2",
+        "--z2",
+        "--family",
+        "cubic_rational",
+        "--steps",
+        "150",
+        "--samples",
+        "10000",
+        "--trajectories",
+        "0",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let fraction = report["positive_fraction"].as_f64().unwrap();
+    assert!(
+        (fraction - 0.5).abs() < 4.0 * (0.25 / samples).sqrt(),
+        "fraction with M > 0: {fraction}"
+    );
+    assert_eq!(report["z2"], true);
+    assert!(report.get("hmc").is_none());
+    // the options are checked
+    let (code, _, stderr) = run(&["phi4", "--flow", "elementwise", "--z2"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("--z2 applies to"), "{stderr}");
+    let (code, _, stderr) = run(&["phi4", "--lattice", "5", "--steps", "1"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("even side"), "{stderr}");
 }

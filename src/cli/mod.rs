@@ -20,14 +20,18 @@ usage:
   flowplay train --target spiral --flow radial-fourier --family cubic --stack 64 \\
                  --steps 5000 --batch 512 --lr 1e-2 --seed 0 [--backend cpu] [--out run.json]
   flowplay bench [--steps 100] [--backend cpu]
+  flowplay phi4 --lattice 8 --m2 -4 --lambda 8 --flow coupling --family cubic_rational [--z2] \\
+                 --steps 1000 [--out run.json]
+  flowplay phi4 compare [--lattice 8] [--steps 1000] [--out compare.json]
   flowplay phi4 hmc --lattice 8 --m2 -4 --lambda 8 [--trajectories 10000] [--out hmc.json]
   flowplay help  [eval|train|bench|phi4]
 
 families: cubic_rational, sinh, cubic, affine, spline
-flows:    radial, radial-fourier, coupling, elementwise
+flows:    radial, radial-fourier, coupling, elementwise, lattice (phi4:... targets)
 targets:  moons, 8gaussians, rings, circles, pinwheel, 2spirals, checkerboard, swissroll,
           spiral, line, cos, annulus, poly1d, twomoons-energy, circular-gmm, ring-mixture,
-          image:PATH (PNG or JPEG; image:PATH:invert samples dark pixels)";
+          image:PATH (PNG or JPEG; image:PATH:invert samples dark pixels),
+          phi4:L=8,m2=-4,lambda=8 (the lattice field; see flowplay help phi4)";
 
 /// Runs the tool on `argv` (without the program name); returns the exit code.
 pub fn main(argv: &[String]) -> i32 {

@@ -1,14 +1,55 @@
-//! `flowplay phi4 hmc`: the phi^4 reference from Hamiltonian Monte Carlo.
+//! `flowplay phi4`: flows trained on the phi^4 lattice field and measured
+//! against the reference from Hamiltonian Monte Carlo (`flowplay phi4 hmc`),
+//! and the comparison of flow designs (`flowplay phi4 compare`).
 
 use super::Args;
+use crate::bijection::Family;
+use crate::flow::{FlowConfig, FlowKind};
 use crate::mcmc::Estimate;
+use crate::mcmc::flow_estimates::{FlowEstimates, estimate_with_flow};
 use crate::mcmc::hmc::HmcSettings;
-use crate::mcmc::phi4_run::{Phi4Reference, reference};
+use crate::mcmc::phi4_run::{Phi4Observables, Phi4Reference, reference};
+use crate::model_file::model_to_json;
+use crate::rng::Rng;
+use crate::target::Target;
 use crate::target::phi4::{Couplings, Phi4};
+use crate::train::run::{Precision, RunConfig, RunOutcome, cpu_trainer, train_with};
+use crate::train::{Loss, TrainSettings, default_threads};
 use serde_json::{Value, json};
 use std::time::Instant;
 
 pub const HELP: &str = "\
+flowplay phi4 [train] --lattice 8 (--m2 -4 --lambda 8 | --kappa K --lambda-h L)
+              [--flow coupling|radial|elementwise] [--family cubic_rational] [--z2]
+              [--stack K] [--layers 8] [--width 8] [--depth 1]
+              [--steps 1000] [--batch 256] [--lr 3e-3] [--seed 0] [--precision f32|f64]
+              [--samples 20000] [--trajectories 10000] [--out run.json] [--quiet]
+
+Trains a flow on the phi^4 field by reverse KL (from the action alone, no
+samples), then draws --samples configurations and corrects them two ways:
+independent Metropolis-Hastings and importance weights. Reports ESS/N, the IMH
+acceptance, the reverse KL, the fraction of flow samples with M > 0 (1/2 for
+the symmetric target: the mode-collapse measure), and <|M|>/V, <M^2>/V, the
+susceptibility and G_c from both corrections next to an HMC reference of
+--trajectories trajectories (0: none).
+
+Flows: 'coupling' is the lattice coupling flow (checkerboard masks, 3 x 3
+convolutional conditioner with --width channels and --depth residual blocks,
+--layers coupling layers, a --stack of the family on each site); 'radial'
+moves the whole field along rays from a centre; 'elementwise' is one stack on
+every site. --z2 makes coupling and radial flows Z2-equivariant (odd site maps
+with an even/odd conditioner; the radial centre fixed at 0), so the flow's
+density is symmetric under phi -> -phi and cannot collapse onto one sign.
+
+flowplay phi4 compare [--lattice 8] [--m2 -4 --lambda 8] [--broken-m2 -4 --broken-lambda 2]
+                      [--steps 1000] [--batch 256] [--lr 3e-3] [--samples 20000] [--seed 0]
+                      [--out compare.json]
+
+Trains, with the same budget, an affine coupling flow, a coupling flow of each
+analytic family and the Z2-equivariant designs at a symmetric and a broken
+point, and prints one Markdown table (ESS/N, acceptance, reverse KL, fraction
+M > 0, <|M|>/V from IMH against HMC).
+
 flowplay phi4 hmc --lattice 8 (--m2 -4 --lambda 8 | --kappa K --lambda-h L)
                   [--trajectories 10000] [--thermalize 1000] [--leapfrog 10]
                   [--step 0.1] [--seed 0] [--out hmc.json]
@@ -24,14 +65,14 @@ estimate as {mean, error, tau_int}, the full two-point function G_c(x) over the
 L x L displacements, and the histogram of M/V.";
 
 pub fn run(argv: &[String]) -> Result<(), String> {
-    let Some((sub, rest)) = argv.split_first() else {
-        return Err(format!("which phi4 command? ({HELP})"));
-    };
-    match sub.as_str() {
-        "hmc" => hmc(rest),
-        other => Err(format!(
-            "unknown phi4 command '{other}' (expected hmc; see flowplay help phi4)"
+    match argv.split_first() {
+        Some((sub, rest)) if sub == "hmc" => hmc(rest),
+        Some((sub, rest)) if sub == "compare" => compare(rest),
+        Some((sub, rest)) if sub == "train" => train(rest),
+        Some((sub, _)) if !sub.starts_with("--") => Err(format!(
+            "unknown phi4 command '{sub}' (expected hmc, compare, or options to train a flow; see flowplay help phi4)"
         )),
+        _ => train(argv),
     }
 }
 
@@ -98,10 +139,11 @@ fn hmc(argv: &[String]) -> Result<(), String> {
         "phi4 L={size} m2={} lambda={}: acceptance {:.3}, step {:.4}, {seconds:.1} s",
         c.m2, c.lambda, r.stats.acceptance, r.stats.step
     );
-    println!("  <|M|>/V  {}", show(&r.abs_m));
-    println!("  <M^2>/V  {}", show(&r.m2));
-    println!("  chi      {}", show(&r.chi));
-    println!("  G_c(0)   {}", show(&r.two_point[0]));
+    let obs = &r.observables;
+    println!("  <|M|>/V  {}", show(&obs.abs_m));
+    println!("  <M^2>/V  {}", show(&obs.m2));
+    println!("  chi      {}", show(&obs.chi));
+    println!("  G_c(0)   {}", show(&obs.two_point[0]));
     if let Some(path) = args.str("out") {
         let text = serde_json::to_string_pretty(&report(&model, &settings, &r, seconds))
             .map_err(|e| format!("cannot encode the report: {e}"))?;
@@ -110,46 +152,469 @@ fn hmc(argv: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The options of a flow run on the lattice.
+const TRAIN_OPTIONS: &[&str] = &[
+    "lattice",
+    "m2",
+    "lambda",
+    "kappa",
+    "lambda-h",
+    "flow",
+    "family",
+    "stack",
+    "layers",
+    "width",
+    "depth",
+    "steps",
+    "batch",
+    "lr",
+    "seed",
+    "precision",
+    "threads",
+    "samples",
+    "trajectories",
+    "out",
+];
+
+/// A flow design on the lattice: architecture, family and whether Z2-equivariant.
+#[derive(Clone, Debug)]
+pub struct Design {
+    pub flow: FlowConfig,
+}
+
+impl Design {
+    /// A flow of `kind` ("coupling" = the lattice coupling flow) with the
+    /// phi^4 defaults: 8 coupling layers, 8 channels, 1 residual block, one
+    /// copy of the family per site; 16 copies for the radial flow.
+    pub fn new(kind: &str, family: Family, z2: bool) -> Result<Design, String> {
+        let kind = match kind {
+            "coupling" | "lattice" => FlowKind::Lattice,
+            "radial" => FlowKind::Radial,
+            "elementwise" => FlowKind::Elementwise,
+            other => {
+                return Err(format!(
+                    "--flow must be coupling, radial or elementwise on the lattice, got '{other}'"
+                ));
+            }
+        };
+        if z2 && kind == FlowKind::Elementwise {
+            return Err("--z2 applies to coupling and radial flows".into());
+        }
+        let mut flow = FlowConfig::defaults(kind);
+        flow.family = family;
+        flow.z2 = z2;
+        flow.stack = if kind == FlowKind::Radial { 16 } else { 1 };
+        flow.layers = 8;
+        flow.width = 8;
+        flow.depth = 1;
+        Ok(Design { flow })
+    }
+
+    /// e.g. "coupling sinh", "coupling sinh Z2", "radial cubic Z2".
+    pub fn label(&self) -> String {
+        let kind = match self.flow.kind {
+            FlowKind::Lattice => "coupling",
+            other => other.name(),
+        };
+        let z2 = if self.flow.z2 { " Z2" } else { "" };
+        format!("{kind} {}{z2}", self.flow.family.name())
+    }
+}
+
+/// What a flow run on the lattice produced.
+pub struct Phi4FlowRun {
+    pub outcome: RunOutcome,
+    pub estimates: FlowEstimates,
+}
+
+/// Trains `design` on `model` and measures it with `samples` flow samples.
+pub fn flow_run(
+    model: &Phi4,
+    design: &Design,
+    steps: usize,
+    settings: TrainSettings,
+    precision: Precision,
+    samples: usize,
+    progress: &mut dyn FnMut(usize, f64),
+) -> Result<Phi4FlowRun, String> {
+    let config = RunConfig {
+        target: Target::Phi4(*model),
+        flow: design.flow.clone(),
+        steps,
+        settings,
+        precision,
+        eval_samples: samples,
+    };
+    let outcome = train_with(&config, cpu_trainer(&config)?, progress)?;
+    let mut rng = Rng::seeded(config.settings.seed.wrapping_add(0x0e57_1a7e));
+    let estimates = estimate_with_flow(outcome.model.as_flow(), model, samples, &mut rng)?;
+    Ok(Phi4FlowRun { outcome, estimates })
+}
+
+/// `(flow - reference) / combined error` of one observable.
+fn pull(flow: &Estimate, reference: &Estimate) -> f64 {
+    (flow.mean - reference.mean) / (flow.error.powi(2) + reference.error.powi(2)).sqrt()
+}
+
+fn flow_report(
+    model: &Phi4,
+    design: &Design,
+    run: &Phi4FlowRun,
+    reference: Option<&Phi4Reference>,
+) -> Value {
+    let e = &run.estimates;
+    let o = &run.outcome;
+    let mut v = json!({
+        "lattice": model.size,
+        "couplings": couplings_json(model),
+        "design": design.label(),
+        "flow": match design.flow.kind { FlowKind::Lattice => "coupling", k => k.name() },
+        "family": design.flow.family.name(),
+        "z2": design.flow.z2,
+        "stack": design.flow.stack,
+        "layers": design.flow.layers,
+        "width": design.flow.width,
+        "depth": design.flow.depth,
+        "n_params": o.model.as_flow().n_params(),
+        "steps": o.steps,
+        "seconds": o.seconds,
+        "backend": o.backend,
+        "final_loss": finite_or_null(o.final_loss),
+        "loss_every": o.loss_every,
+        "loss_history": o.losses.iter().map(|&l| finite_or_null(l)).collect::<Vec<_>>(),
+        "samples": e.samples,
+        "ess": finite_or_null(e.ess),
+        "acceptance": finite_or_null(e.acceptance),
+        "reverse_kl": finite_or_null(e.reverse_kl),
+        "log_z": finite_or_null(e.log_z),
+        "positive_fraction": e.positive_fraction,
+        "imh": observables_json(&e.imh, model.size),
+        "reweighted": observables_json(&e.reweighted, model.size),
+        "flow_histogram": e.flow_histogram.iter().map(|(x, d)| json!([x, d])).collect::<Vec<_>>(),
+        "model": model_to_json(&o.model),
+    });
+    if let Some(stopped) = &o.stopped {
+        v["stopped"] = json!(stopped.to_string());
+    }
+    if let Some(r) = reference {
+        let h = &r.observables;
+        v["hmc"] = observables_json(h, model.size);
+        v["hmc"]["acceptance"] = json!(r.stats.acceptance);
+        v["pulls"] = json!({
+            "imh": {
+                "abs_m_per_v": finite_or_null(pull(&e.imh.abs_m, &h.abs_m)),
+                "m2_per_v": finite_or_null(pull(&e.imh.m2, &h.m2)),
+                "g0": finite_or_null(pull(&e.imh.two_point[0], &h.two_point[0])),
+            },
+            "reweighted": {
+                "abs_m_per_v": finite_or_null(pull(&e.reweighted.abs_m, &h.abs_m)),
+                "m2_per_v": finite_or_null(pull(&e.reweighted.m2, &h.m2)),
+                "g0": finite_or_null(pull(&e.reweighted.two_point[0], &h.two_point[0])),
+            },
+        });
+    }
+    v
+}
+
+fn finite_or_null(v: f64) -> Value {
+    if v.is_finite() { json!(v) } else { Value::Null }
+}
+
+/// Progress lines every twentieth of a run.
+fn progress_printer(label: String, total: usize, quiet: bool) -> impl FnMut(usize, f64) {
+    let every = (total / 20).max(1);
+    let start = Instant::now();
+    move |step, loss| {
+        if !quiet && (step.is_multiple_of(every) || step == total) {
+            eprintln!(
+                "{label}: step {step:>6}/{total}  loss {loss:>10.4}  {:.1} s",
+                start.elapsed().as_secs_f64()
+            );
+        }
+    }
+}
+
+/// The HMC reference at `model` (None for 0 trajectories).
+fn hmc_reference(
+    model: &Phi4,
+    trajectories: usize,
+    seed: u64,
+) -> Result<Option<Phi4Reference>, String> {
+    if trajectories == 0 {
+        return Ok(None);
+    }
+    let settings = HmcSettings {
+        trajectories: trajectories.max(2),
+        seed,
+        ..HmcSettings::default()
+    };
+    reference(model, &settings, |_, _| {}).map(Some)
+}
+
+fn train_settings(args: &Args) -> Result<(TrainSettings, Precision), String> {
+    let precision = match args.str("precision").unwrap_or("f32") {
+        "f32" => Precision::F32,
+        "f64" => Precision::F64,
+        other => return Err(format!("--precision must be f32 or f64, got '{other}'")),
+    };
+    let settings = TrainSettings {
+        batch: args.get("batch", 256)?,
+        learning_rate: args.get("lr", 3e-3)?,
+        seed: args.get("seed", 0)?,
+        loss: Loss::ReverseKl,
+        threads: args.get("threads", default_threads())?.max(1),
+    };
+    Ok((settings, precision))
+}
+
+fn train(argv: &[String]) -> Result<(), String> {
+    let args = Args::parse(argv, TRAIN_OPTIONS, &["z2", "quiet"])?;
+    let model = Phi4::new(args.get("lattice", 8)?, couplings(&args)?)?;
+    let family = Family::parse(args.str("family").unwrap_or("cubic_rational"))?;
+    let mut design = Design::new(
+        args.str("flow").unwrap_or("coupling"),
+        family,
+        args.flag("z2"),
+    )?;
+    let f = &mut design.flow;
+    f.stack = args.get("stack", f.stack)?;
+    f.layers = args.get("layers", f.layers)?;
+    f.width = args.get("width", f.width)?;
+    f.depth = args.get("depth", f.depth)?;
+    let (settings, precision) = train_settings(&args)?;
+    let steps = args.get("steps", 1000)?;
+    let samples = args.get("samples", 20_000)?;
+    let seed = settings.seed;
+    let reference = hmc_reference(&model, args.get("trajectories", 10_000)?, seed)?;
+    let mut progress = progress_printer(design.label(), steps, args.flag("quiet"));
+    let run = flow_run(
+        &model,
+        &design,
+        steps,
+        settings,
+        precision,
+        samples,
+        &mut progress,
+    )?;
+    let e = &run.estimates;
+    let c = model.couplings;
+    println!(
+        "phi4 L={} m2={} lambda={}, {} ({} params): {} steps in {:.1} s",
+        model.size,
+        c.m2,
+        c.lambda,
+        design.label(),
+        run.outcome.model.as_flow().n_params(),
+        run.outcome.steps,
+        run.outcome.seconds
+    );
+    println!(
+        "  ESS/N {:.3}  IMH acceptance {:.3}  reverse KL {:.3}  M>0 fraction {:.3}",
+        e.ess, e.acceptance, e.reverse_kl, e.positive_fraction
+    );
+    let show = |x: &Estimate| format!("{:.4} +- {:.4}", x.mean, x.error);
+    let hmc = |pick: fn(&Phi4Observables) -> &Estimate| {
+        reference.as_ref().map_or(String::new(), |r| {
+            format!("   HMC {}", show(pick(&r.observables)))
+        })
+    };
+    println!(
+        "  <|M|>/V  IMH {}   reweighted {}{}",
+        show(&e.imh.abs_m),
+        show(&e.reweighted.abs_m),
+        hmc(|o| &o.abs_m)
+    );
+    println!(
+        "  <M^2>/V  IMH {}   reweighted {}{}",
+        show(&e.imh.m2),
+        show(&e.reweighted.m2),
+        hmc(|o| &o.m2)
+    );
+    if let Some(path) = args.str("out") {
+        write_json(
+            path,
+            &flow_report(&model, &design, &run, reference.as_ref()),
+        )?;
+    }
+    if let Some(stopped) = &run.outcome.stopped {
+        return Err(stopped.to_string());
+    }
+    Ok(())
+}
+
+fn write_json(path: &str, v: &Value) -> Result<(), String> {
+    let text =
+        serde_json::to_string_pretty(v).map_err(|e| format!("cannot encode the report: {e}"))?;
+    std::fs::write(path, text).map_err(|e| format!("cannot write '{path}': {e}"))
+}
+
+/// The designs `compare` trains: the affine baseline, each analytic family,
+/// and the Z2-equivariant coupling and radial flows.
+pub fn comparison_designs() -> Vec<Design> {
+    let coupling = |family, z2| Design::new("coupling", family, z2);
+    [
+        coupling(Family::Affine, false),
+        coupling(Family::CubicRational, false),
+        coupling(Family::Sinh, false),
+        coupling(Family::Cubic, false),
+        coupling(Family::CubicRational, true),
+        Design::new("radial", Family::CubicRational, true),
+    ]
+    .into_iter()
+    .map(|d| d.unwrap_or_else(|e| unreachable!("fixed designs are valid: {e}")))
+    .collect()
+}
+
+fn compare(argv: &[String]) -> Result<(), String> {
+    let args = Args::parse(
+        argv,
+        &[
+            "lattice",
+            "m2",
+            "lambda",
+            "broken-m2",
+            "broken-lambda",
+            "steps",
+            "batch",
+            "lr",
+            "seed",
+            "precision",
+            "threads",
+            "samples",
+            "trajectories",
+            "out",
+        ],
+        &["quiet"],
+    )?;
+    let size = args.get("lattice", 8)?;
+    let points = [
+        (
+            "symmetric",
+            Couplings {
+                m2: args.get("m2", -4.0)?,
+                lambda: args.get("lambda", 8.0)?,
+            },
+        ),
+        (
+            "broken",
+            Couplings {
+                m2: args.get("broken-m2", -4.0)?,
+                lambda: args.get("broken-lambda", 2.0)?,
+            },
+        ),
+    ];
+    let (settings, precision) = train_settings(&args)?;
+    let steps = args.get("steps", 1000)?;
+    let samples = args.get("samples", 20_000)?;
+    let trajectories = args.get("trajectories", 10_000)?.max(2);
+    let quiet = args.flag("quiet");
+    let start = Instant::now();
+    let mut rows = Vec::new();
+    let mut reports = Vec::new();
+    for (phase, couplings) in points {
+        let model = Phi4::new(size, couplings)?;
+        let reference = hmc_reference(&model, trajectories, settings.seed)?
+            .ok_or_else(|| "the comparison needs an HMC reference".to_string())?;
+        for design in comparison_designs() {
+            let label = format!("{phase} {}", design.label());
+            let mut progress = progress_printer(label, steps, quiet);
+            let run = flow_run(
+                &model,
+                &design,
+                steps,
+                settings.clone(),
+                precision,
+                samples,
+                &mut progress,
+            )?;
+            let e = &run.estimates;
+            let h = &reference.observables;
+            rows.push(format!(
+                "| {phase} (m2={}, lambda={}) | {} | {:.3} | {:.3} | {:.2} | {:.3} | {:.3} +- {:.3} | {:.3} +- {:.3} |",
+                couplings.m2,
+                couplings.lambda,
+                design.label(),
+                e.ess,
+                e.acceptance,
+                e.reverse_kl,
+                e.positive_fraction,
+                e.imh.abs_m.mean,
+                e.imh.abs_m.error,
+                h.abs_m.mean,
+                h.abs_m.error,
+            ));
+            reports.push(flow_report(&model, &design, &run, Some(&reference)));
+        }
+    }
+    println!(
+        "L = {size}, {steps} steps of batch {}, lr {}, {samples} samples each ({:.0} s):\n",
+        settings.batch,
+        settings.learning_rate,
+        start.elapsed().as_secs_f64()
+    );
+    println!(
+        "| point | flow | ESS/N | IMH acceptance | reverse KL | fraction M > 0 | <\\|M\\|>/V (IMH) | <\\|M\\|>/V (HMC) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for row in &rows {
+        println!("{row}");
+    }
+    if let Some(path) = args.str("out") {
+        write_json(path, &json!({ "runs": reports }))?;
+    }
+    Ok(())
+}
+
 fn estimate_json(e: &Estimate) -> Value {
     json!({"mean": e.mean, "error": e.error, "tau_int": e.tau_int})
 }
 
-/// The JSON report of a run.
-pub fn report(model: &Phi4, settings: &HmcSettings, r: &Phi4Reference, seconds: f64) -> Value {
-    let c = model.couplings;
-    let hopping = c.to_hopping();
-    let l = model.size;
+/// Observables as JSON: every estimate as {mean, error, tau_int}, the full
+/// two-point function, its time-slice sums and the histogram of M/V.
+pub fn observables_json(obs: &Phi4Observables, size: usize) -> Value {
     // the zero-momentum correlator over the second lattice direction:
     // C(t) = sum_{x1} G_c(x1, t)
-    let time_slices: Vec<Value> = (0..l)
+    let time_slices: Vec<Value> = (0..size)
         .map(|t| {
-            let sum: f64 = (0..l).map(|x1| r.two_point[t * l + x1].mean).sum();
+            let sum: f64 = (0..size).map(|x1| obs.two_point[t * size + x1].mean).sum();
             json!(sum)
         })
         .collect();
     json!({
-        "lattice": l,
-        "couplings": {
-            "m2": c.m2,
-            "lambda": c.lambda,
-            "kappa": hopping.map(|h| h.0),
-            "lambda_h": hopping.map(|h| h.1),
-        },
-        "hmc": {
-            "trajectories": settings.trajectories,
-            "thermalize": settings.thermalize,
-            "leapfrog": settings.leapfrog,
-            "step": r.stats.step,
-            "acceptance": r.stats.acceptance,
-            "seed": settings.seed,
-            "seconds": seconds,
-        },
-        "m_per_v": estimate_json(&r.m),
-        "abs_m_per_v": estimate_json(&r.abs_m),
-        "m2_per_v": estimate_json(&r.m2),
-        "susceptibility": estimate_json(&r.chi),
-        "two_point": r.two_point.iter().map(estimate_json).collect::<Vec<_>>(),
+        "m_per_v": estimate_json(&obs.m),
+        "abs_m_per_v": estimate_json(&obs.abs_m),
+        "m2_per_v": estimate_json(&obs.m2),
+        "susceptibility": estimate_json(&obs.chi),
+        "two_point": obs.two_point.iter().map(estimate_json).collect::<Vec<_>>(),
         "time_slices": time_slices,
-        "histogram": r.histogram.iter().map(|(x, d)| json!([x, d])).collect::<Vec<_>>(),
+        "histogram": obs.histogram.iter().map(|(x, d)| json!([x, d])).collect::<Vec<_>>(),
     })
+}
+
+fn couplings_json(model: &Phi4) -> Value {
+    let c = model.couplings;
+    let hopping = c.to_hopping();
+    json!({
+        "m2": c.m2,
+        "lambda": c.lambda,
+        "kappa": hopping.map(|h| h.0),
+        "lambda_h": hopping.map(|h| h.1),
+    })
+}
+
+/// The JSON report of an HMC run.
+pub fn report(model: &Phi4, settings: &HmcSettings, r: &Phi4Reference, seconds: f64) -> Value {
+    let mut v = observables_json(&r.observables, model.size);
+    v["lattice"] = json!(model.size);
+    v["couplings"] = couplings_json(model);
+    v["hmc"] = json!({
+        "trajectories": settings.trajectories,
+        "thermalize": settings.thermalize,
+        "leapfrog": settings.leapfrog,
+        "step": r.stats.step,
+        "acceptance": r.stats.acceptance,
+        "seed": settings.seed,
+        "seconds": seconds,
+    });
+    v
 }

@@ -2,6 +2,7 @@
 //! compared with (Hamiltonian Monte Carlo), and the statistics of its chains.
 
 pub mod autocorr;
+pub mod flow_estimates;
 pub mod hmc;
 pub mod phi4_run;
 

@@ -7,10 +7,9 @@ use super::hmc::{self, HmcSettings, HmcStats};
 use super::{Estimate, estimate};
 use crate::target::phi4::Phi4;
 
-/// The observables of one chain.
+/// The phi^4 observables of a set of configurations, each with its error bar.
 #[derive(Clone, Debug)]
-pub struct Phi4Reference {
-    pub stats: HmcStats,
+pub struct Phi4Observables {
     /// <M>/V (0 by symmetry where the chain tunnels between the modes)
     pub m: Estimate,
     /// <|M|>/V
@@ -27,8 +26,104 @@ pub struct Phi4Reference {
     pub histogram: Vec<(f64, f64)>,
 }
 
+/// What one configuration contributes: M/V and `G(x)` for every displacement.
+#[derive(Clone, Debug, Default)]
+pub struct Measurements {
+    pub m: Vec<f64>,
+    pub two_point: Vec<Vec<f64>>,
+}
+
+impl Measurements {
+    pub fn new(volume: usize, capacity: usize) -> Self {
+        Self {
+            m: Vec::with_capacity(capacity),
+            two_point: vec![Vec::with_capacity(capacity); volume],
+        }
+    }
+
+    /// Measures one configuration.
+    pub fn record(&mut self, model: &Phi4, phi: &[f64]) {
+        self.m
+            .push(Phi4::magnetization(phi) / model.volume() as f64);
+        for (series, value) in self.two_point.iter_mut().zip(model.two_point(phi)) {
+            series.push(value);
+        }
+    }
+
+    /// The observables of a Markov chain, each error from its own
+    /// integrated autocorrelation time.
+    pub fn chain_observables(&self) -> Phi4Observables {
+        self.observables(estimate)
+    }
+
+    /// The observables of independent configurations weighted by `w = exp(log_w)`
+    /// (self-normalized importance sampling; the error by the delta method).
+    pub fn weighted_observables(&self, log_w: &[f64]) -> Phi4Observables {
+        let top = log_w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let w: Vec<f64> = log_w.iter().map(|l| (l - top).exp()).collect();
+        let total: f64 = w.iter().sum();
+        let weighted = |series: &[f64]| {
+            let mean = series.iter().zip(&w).map(|(x, w)| w * x).sum::<f64>() / total;
+            let var = series
+                .iter()
+                .zip(&w)
+                .map(|(x, w)| (w * (x - mean)).powi(2))
+                .sum::<f64>();
+            Estimate {
+                mean,
+                error: var.sqrt() / total,
+                tau_int: 0.5,
+            }
+        };
+        let mut obs = self.observables(weighted);
+        obs.histogram = weighted_histogram(&self.m, &w, BINS);
+        obs
+    }
+
+    fn observables(&self, mean_of: impl Fn(&[f64]) -> Estimate) -> Phi4Observables {
+        let v = self.two_point.len() as f64;
+        let m = &self.m;
+        let m_est = mean_of(m);
+        let abs: Vec<f64> = m.iter().map(|x| x.abs()).collect();
+        // <M^2>/V = V <(M/V)^2>
+        let m2: Vec<f64> = m.iter().map(|x| v * x * x).collect();
+        let m2_est = mean_of(&m2);
+        let chi = Estimate {
+            mean: m2_est.mean - v * m_est.mean * m_est.mean,
+            ..m2_est
+        };
+        let shift = m_est.mean * m_est.mean;
+        let two_point = self
+            .two_point
+            .iter()
+            .map(|series| {
+                let e = mean_of(series);
+                Estimate {
+                    mean: e.mean - shift,
+                    ..e
+                }
+            })
+            .collect();
+        Phi4Observables {
+            m: m_est,
+            abs_m: mean_of(&abs),
+            m2: m2_est,
+            chi,
+            two_point,
+            histogram: histogram(m, BINS),
+        }
+    }
+}
+
+/// The HMC reference: the chain's statistics and its observables.
+#[derive(Clone, Debug)]
+pub struct Phi4Reference {
+    pub stats: HmcStats,
+    pub observables: Phi4Observables,
+}
+
 /// Bins of the magnetization histogram.
-const BINS: usize = 40;
+pub const BINS: usize = 40;
 
 /// Runs the chain and measures. `progress` gets (trajectories done, total).
 pub fn reference(
@@ -36,49 +131,32 @@ pub fn reference(
     settings: &HmcSettings,
     progress: impl FnMut(usize, usize),
 ) -> Result<Phi4Reference, String> {
-    let v = model.volume() as f64;
-    let mut m = Vec::with_capacity(settings.trajectories);
-    let mut g: Vec<Vec<f64>> = vec![Vec::with_capacity(settings.trajectories); model.volume()];
-    let stats = hmc::run(
-        model,
-        settings,
-        |phi| {
-            m.push(Phi4::magnetization(phi) / v);
-            for (series, value) in g.iter_mut().zip(model.two_point(phi)) {
-                series.push(value);
-            }
-        },
-        progress,
-    )?;
-    let m_est = estimate(&m);
-    let abs: Vec<f64> = m.iter().map(|x| x.abs()).collect();
-    // <M^2>/V = V <(M/V)^2>
-    let m2: Vec<f64> = m.iter().map(|x| v * x * x).collect();
-    let m2_est = estimate(&m2);
-    let chi = Estimate {
-        mean: m2_est.mean - v * m_est.mean * m_est.mean,
-        ..m2_est
-    };
-    let shift = m_est.mean * m_est.mean;
-    let two_point = g
-        .iter()
-        .map(|series| {
-            let e = estimate(series);
-            Estimate {
-                mean: e.mean - shift,
-                ..e
-            }
-        })
-        .collect();
+    let mut measured = Measurements::new(model.volume(), settings.trajectories);
+    let stats = hmc::run(model, settings, |phi| measured.record(model, phi), progress)?;
     Ok(Phi4Reference {
         stats,
-        m: m_est,
-        abs_m: estimate(&abs),
-        m2: m2_est,
-        chi,
-        two_point,
-        histogram: histogram(&m, BINS),
+        observables: measured.chain_observables(),
     })
+}
+
+/// A histogram of `values` weighted by `weights` (normalized to a density).
+pub fn weighted_histogram(values: &[f64], weights: &[f64], bins: usize) -> Vec<(f64, f64)> {
+    let plain = histogram(values, bins);
+    if plain.len() < 2 {
+        return plain;
+    }
+    let width = plain[1].0 - plain[0].0;
+    let lo = plain[0].0 - 0.5 * width;
+    let mut mass = vec![0.0; bins];
+    for (&x, &w) in values.iter().zip(weights) {
+        mass[(((x - lo) / width) as usize).min(bins - 1)] += w;
+    }
+    let total: f64 = mass.iter().sum();
+    plain
+        .iter()
+        .zip(&mass)
+        .map(|(&(c, _), &m)| (c, m / (total * width)))
+        .collect()
 }
 
 /// A normalized histogram of `values` over their range: (bin centre, density).
@@ -129,8 +207,9 @@ mod tests {
             step: 0.2,
             seed: 1,
         };
-        let r = reference(&model, &settings, |_, _| {}).unwrap();
-        assert!(r.stats.acceptance > 0.6, "{:?}", r.stats);
+        let run = reference(&model, &settings, |_, _| {}).unwrap();
+        assert!(run.stats.acceptance > 0.6, "{:?}", run.stats);
+        let r = &run.observables;
         let exact = model.free_two_point().unwrap();
         for (x, (e, g)) in r.two_point.iter().zip(&exact).enumerate() {
             assert!(
@@ -162,7 +241,7 @@ mod tests {
             thermalize: 500,
             ..HmcSettings::default()
         };
-        let r = reference(&model, &settings, |_, _| {}).unwrap();
+        let r = reference(&model, &settings, |_, _| {}).unwrap().observables;
         // the classical minimum: phi^2 = -m^2 / (2 lambda) = 2, |phi| ~ 1.4
         assert!(r.abs_m.mean > 1.0, "{:?}", r.abs_m);
     }

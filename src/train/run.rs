@@ -3,7 +3,7 @@
 
 use super::metrics::{held_out_nll, reverse_metrics};
 use super::{CpuTrainer, TrainError, TrainSettings, Trainer};
-use crate::flow::{FlowConfig, FlowModel};
+use crate::flow::{FlowConfig, FlowKind, FlowModel};
 use crate::model_file::model_to_json;
 use crate::rng::Rng;
 use crate::target::{Target, TargetKind};
@@ -59,17 +59,25 @@ pub fn train(
 /// The CPU trainer of a run, in its precision.
 pub fn cpu_trainer(config: &RunConfig) -> Result<Box<dyn Trainer>, String> {
     let model = initial_model(config)?;
+    // The Z2-equivariant radial flow keeps its centre at the origin.
+    let frozen = if config.flow.z2 && config.flow.kind == FlowKind::Radial {
+        0..config.target.dim()
+    } else {
+        0..0
+    };
     Ok(match config.precision {
-        Precision::F32 => Box::new(CpuTrainer::<f32>::new(
-            model,
-            config.target.clone(),
-            config.settings.clone(),
-        )?),
-        Precision::F64 => Box::new(CpuTrainer::<f64>::new(
-            model,
-            config.target.clone(),
-            config.settings.clone(),
-        )?),
+        Precision::F32 => {
+            let mut t =
+                CpuTrainer::<f32>::new(model, config.target.clone(), config.settings.clone())?;
+            t.freeze(frozen);
+            Box::new(t)
+        }
+        Precision::F64 => {
+            let mut t =
+                CpuTrainer::<f64>::new(model, config.target.clone(), config.settings.clone())?;
+            t.freeze(frozen);
+            Box::new(t)
+        }
     })
 }
 
@@ -133,10 +141,13 @@ pub fn report(config: &RunConfig, outcome: &RunOutcome) -> Value {
         "loss_every": outcome.loss_every,
         "loss_history": outcome.losses.iter().map(|&v| finite_or_null(v)).collect::<Vec<_>>(),
     });
-    if config.flow.kind == crate::flow::FlowKind::Coupling {
+    if matches!(config.flow.kind, FlowKind::Coupling | FlowKind::Lattice) {
         r["layers"] = json!(config.flow.layers);
         r["width"] = json!(config.flow.width);
         r["depth"] = json!(config.flow.depth);
+    }
+    if config.flow.z2 {
+        r["z2"] = json!(true);
     }
     if let Some(e) = &outcome.stopped {
         r["stopped"] = json!(e.to_string());

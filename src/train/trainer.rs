@@ -100,6 +100,8 @@ pub struct CpuTrainer<T: Real> {
     adam: Adam<T>,
     rng: Rng,
     steps: usize,
+    /// parameters held fixed (their gradient is zeroed, so Adam never moves them)
+    frozen: std::ops::Range<usize>,
 }
 
 impl<T: Real> CpuTrainer<T> {
@@ -150,7 +152,14 @@ impl<T: Real> CpuTrainer<T> {
             target,
             settings,
             steps: 0,
+            frozen: 0..0,
         })
+    }
+
+    /// Holds the parameters in `range` fixed from now on.
+    pub fn freeze(&mut self, range: std::ops::Range<usize>) {
+        let n = self.model.as_flow().n_params();
+        self.frozen = range.start.min(n)..range.end.min(n);
     }
 
     pub fn model_t(&self) -> &FlowModel<T> {
@@ -255,7 +264,10 @@ impl<T: Real> Trainer for CpuTrainer<T> {
                 .collect(),
             Loss::ReverseKl => (0..b * d).map(|_| T::c(self.rng.normal())).collect(),
         };
-        let (loss, grad) = self.loss_and_grad(&inputs);
+        let (loss, mut grad) = self.loss_and_grad(&inputs);
+        grad[self.frozen.clone()]
+            .iter_mut()
+            .for_each(|g| *g = T::zero());
         if !loss.is_finite() || grad.iter().any(|g| !g.is_finite()) {
             return Err(TrainError::NonFinite {
                 step: self.steps + 1,
