@@ -3,6 +3,7 @@
 
 pub mod adam;
 pub mod metrics;
+pub mod phi4;
 pub mod run;
 pub mod trainer;
 
