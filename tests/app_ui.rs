@@ -469,3 +469,49 @@ fn a_smooth_sample_target_also_trains_by_reverse_kl() {
     assert!(!session.settings.reverse_kl);
     assert_eq!(session.loss(), flowplay::train::Loss::ForwardKl);
 }
+
+/// The phi^4 lab: opened from the switch, it trains a lattice flow live with
+/// an HMC reference beside it; Compare trains affine, analytic and Z2 flows
+/// side by side, and at a broken point the Z2 flow keeps both signs of M.
+#[test]
+fn the_phi4_lab_trains_and_compares_lattice_flows() {
+    let mut h = harness(Settings::default());
+    h.run_steps(2);
+    h.get_by_label("phi^4 lattice").click();
+    h.run_steps(3);
+    let lab = h.state().lab().expect("the lab opened");
+    let reference = lab.reference.as_ref().expect("an HMC reference");
+    assert!(reference.observables.abs_m.mean > 0.0);
+    assert_eq!(lab.runs.len(), 1);
+    assert_eq!(lab.runs[0].steps(), 0);
+    h.get_by_label("Play").click();
+    h.run_steps(30);
+    let run = &h.state().lab().unwrap().runs[0];
+    assert!(run.steps() >= 25, "only {} steps", run.steps());
+    assert!(!run.fields.is_empty() && run.estimates.is_some());
+    h.get_by_label("broken point").click();
+    h.get_by_label("Compare: affine vs analytic vs Z2").click();
+    h.run_steps(60);
+    let lab = h.state().lab().unwrap();
+    let labels: Vec<&str> = lab.runs.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "coupling affine",
+            "coupling cubic_rational",
+            "coupling cubic_rational Z2"
+        ]
+    );
+    assert!(lab.runs.iter().all(|r| r.steps() >= 20 && r.ess.len() >= 2));
+    // the Z2 design samples both modes (256 samples: 1/2 within 4 sigma)
+    let z2 = lab.runs[2].estimates.as_ref().unwrap();
+    assert!(
+        (z2.positive_fraction - 0.5).abs() < 0.125,
+        "{}",
+        z2.positive_fraction
+    );
+    screenshot(&mut h, "app-phi4-lab-compare");
+    h.get_by_label("2D flows").click();
+    h.run_steps(2);
+    assert!(h.state().session().is_some());
+}

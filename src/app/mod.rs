@@ -6,6 +6,8 @@ pub mod drawing;
 pub mod explorer;
 pub mod files;
 pub mod model_io;
+pub mod phi4_lab;
+pub mod phi4_views;
 pub mod session;
 pub mod settings;
 pub mod views;
@@ -71,6 +73,10 @@ pub struct Playground {
     gpu: Rc<RefCell<GpuStatus>>,
     /// train on the GPU when there is one (the user may choose the CPU)
     prefer_gpu: bool,
+    /// the phi^4 lab, once opened (kept while the 2D playground is shown)
+    lab: Option<phi4_lab::Phi4Lab>,
+    /// whether the page shows the phi^4 lab rather than the 2D playground
+    lab_open: bool,
 }
 
 /// A metric's (step, value) points.
@@ -90,7 +96,21 @@ impl Playground {
     /// The app with settings from the page's URL (on the web) or the defaults,
     /// looking for a GPU to train on.
     pub fn new(_cc: &eframe::CreationContext<'_>) -> Self {
-        let (settings, ignored) = Settings::from_query(&page_query());
+        let query = page_query();
+        if query.contains("lab=phi4") {
+            let (lab, ignored) = phi4_lab::LabSettings::from_query(&query);
+            let mut app = Self::with_settings(Settings::default());
+            app.find_gpu();
+            app.open_lab(Some(lab));
+            if !ignored.is_empty() {
+                app.message = Some(format!(
+                    "The link's {} was not understood and was ignored.",
+                    ignored.join(", ")
+                ));
+            }
+            return app;
+        }
+        let (settings, ignored) = Settings::from_query(&query);
         let mut app = Self::with_settings(settings);
         app.find_gpu();
         if !ignored.is_empty() {
@@ -134,6 +154,8 @@ impl Playground {
             title: String::new(),
             gpu: Rc::new(RefCell::new(GpuStatus::Starting)),
             prefer_gpu: true,
+            lab: None,
+            lab_open: false,
         };
         app.reset();
         app
@@ -304,7 +326,97 @@ impl Playground {
         }
     }
 
+    /// The switch between the 2D playground and the phi^4 lab.
+    fn lab_switch_ui(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal(|ui| {
+            if ui.selectable_label(!self.lab_open, "2D flows").clicked() {
+                self.lab_open = false;
+            }
+            if ui
+                .selectable_label(self.lab_open, "phi^4 lattice")
+                .on_hover_text("Flows for lattice field theory: mode collapse and its cure.")
+                .clicked()
+                && !self.lab_open
+            {
+                self.open_lab(None);
+            }
+        });
+        ui.separator();
+    }
+
+    /// Shows the phi^4 lab, made from `settings` (or kept as it was).
+    pub fn open_lab(&mut self, settings: Option<phi4_lab::LabSettings>) {
+        if let Some(session) = &mut self.session
+            && session.status == Status::Running
+        {
+            session.status = Status::Paused;
+        }
+        match (settings, &mut self.lab) {
+            (Some(s), _) => self.lab = Some(phi4_lab::Phi4Lab::new(s)),
+            (None, None) => self.lab = Some(phi4_lab::Phi4Lab::new(Default::default())),
+            (None, Some(_)) => {}
+        }
+        self.lab_open = true;
+    }
+
+    /// The lab's share of the app.
+    pub fn lab(&self) -> Option<&phi4_lab::Phi4Lab> {
+        self.lab.as_ref()
+    }
+
+    /// One frame of the phi^4 lab: train, then its panels.
+    fn lab_frame(&mut self, ui: &mut egui::Ui) {
+        let Some(lab) = &mut self.lab else {
+            self.lab_open = false;
+            return;
+        };
+        lab.train_for(TRAIN_BUDGET);
+        if lab.running {
+            ui.ctx().request_repaint();
+        }
+        egui::Panel::left("controls")
+            .resizable(false)
+            .default_size(260.0)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| {
+                    self.lab_switch_ui(ui);
+                    if let Some(m) = &self.message {
+                        ui.colored_label(ui.visuals().warn_fg_color, m);
+                    }
+                    if let Some(lab) = &mut self.lab {
+                        lab.controls_ui(ui);
+                        if ui
+                            .button("Copy link")
+                            .on_hover_text("Copies a link that opens the lab with these settings.")
+                            .clicked()
+                        {
+                            let query = lab.settings.to_query();
+                            ui.ctx().copy_text(page_link(&query));
+                            set_page_query(&query);
+                        }
+                    }
+                });
+            });
+        if let Some(lab) = &mut self.lab {
+            egui::Panel::bottom("loss")
+                .default_size(150.0)
+                .show(ui, |ui| lab.curves_ui(ui));
+            egui::CentralPanel::default().show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| lab.views_ui(ui))
+            });
+        }
+        let title = match self.lab.as_ref().and_then(|l| l.runs.first()) {
+            Some(run) => format!("Flow Playground | phi^4 | step {}", run.steps()),
+            None => "Flow Playground | phi^4".into(),
+        };
+        if title != self.title {
+            set_page_title(&title);
+            self.title = title;
+        }
+    }
+
     fn controls_ui(&mut self, ui: &mut egui::Ui) {
+        self.lab_switch_ui(ui);
         ui.heading("Flow Playground");
         ui.label("Train a normalizing flow live and watch it move space.");
         let mut chosen = None;
@@ -805,6 +917,10 @@ impl eframe::App for Playground {
             ui.ctx().request_repaint_after(Duration::from_millis(100));
         }
         self.survive_a_lost_gpu();
+        if self.lab_open {
+            self.lab_frame(ui);
+            return;
+        }
         if let Some(session) = &mut self.session {
             session.poll();
             if session.status == Status::Running {

@@ -1,0 +1,679 @@
+//! The phi^4 lab: flows trained on the lattice field by reverse KL, live, next
+//! to an HMC reference: field configurations as heat maps, the magnetization
+//! histogram of flow samples over HMC's, and ESS/N, IMH acceptance and the
+//! fraction of samples with M > 0 over training. "Compare" trains an affine
+//! coupling flow, an analytic-family one and a Z2-equivariant one side by
+//! side on the same couplings, so mode collapse and its cure are seen.
+//!
+//! The lattice flows train on the CPU here (the GPU has no lattice kernels yet).
+
+use super::phi4_views::{field_ui, histogram_ui, lines_ui};
+use crate::bijection::Family;
+use crate::flow::FlowModel;
+use crate::mcmc::flow_estimates::{FlowEstimates, estimate_with_flow};
+use crate::mcmc::hmc::HmcSettings;
+use crate::mcmc::phi4_run::{Phi4Reference, reference};
+use crate::rng::Rng;
+use crate::target::Target;
+use crate::target::phi4::{Couplings, Phi4};
+use crate::train::phi4::Design;
+use crate::train::run::{Precision, RunConfig, cpu_trainer};
+use crate::train::{Loss, TrainError, TrainSettings, Trainer};
+use eframe::egui::{self, Color32, Vec2};
+use web_time::{Duration, Instant};
+
+/// Flow samples drawn for each measurement (ESS/N, acceptance, histogram).
+const MEASURE_SAMPLES: usize = 256;
+/// Training steps between measurements of a run.
+const MEASURE_EVERY: usize = 20;
+/// Field configurations shown per run.
+const FIELDS: usize = 4;
+/// HMC trajectories of the reference.
+const HMC_TRAJECTORIES: usize = 4000;
+
+/// The families the lab offers.
+const FAMILIES: [Family; 4] = [
+    Family::CubicRational,
+    Family::Sinh,
+    Family::Cubic,
+    Family::Affine,
+];
+
+/// Line colours of the runs (affine, analytic, Z2 in a comparison).
+const COLOURS: [Color32; 3] = [
+    Color32::from_rgb(230, 120, 50),
+    Color32::from_rgb(70, 150, 230),
+    Color32::from_rgb(90, 190, 90),
+];
+
+/// What the user chooses in the lab (and its home in the URL).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LabSettings {
+    /// lattice side L (4 to 16, even)
+    pub size: usize,
+    pub m2: f64,
+    pub lambda: f64,
+    /// "coupling" or "radial"
+    pub flow: &'static str,
+    pub family: Family,
+    pub z2: bool,
+    pub learning_rate: f64,
+    pub batch: usize,
+    pub seed: u64,
+}
+
+impl Default for LabSettings {
+    /// The symmetric point of math.md section 6 on an 8 x 8 lattice, with a
+    /// page-sized lattice coupling flow.
+    fn default() -> Self {
+        Self {
+            size: 8,
+            m2: -4.0,
+            lambda: 8.0,
+            flow: "coupling",
+            family: Family::CubicRational,
+            z2: false,
+            learning_rate: 3e-3,
+            batch: 64,
+            seed: 0,
+        }
+    }
+}
+
+impl LabSettings {
+    /// The settings as a URL query (without the `?`).
+    pub fn to_query(&self) -> String {
+        format!(
+            "lab=phi4&L={}&m2={}&lambda={}&flow={}&family={}&z2={}&lr={}&batch={}&seed={}",
+            self.size,
+            self.m2,
+            self.lambda,
+            self.flow,
+            self.family.name(),
+            u8::from(self.z2),
+            self.learning_rate,
+            self.batch,
+            self.seed
+        )
+    }
+
+    /// Settings from a URL query: valid entries are used, the rest named.
+    pub fn from_query(query: &str) -> (Self, Vec<String>) {
+        let mut s = Self::default();
+        let mut ignored = Vec::new();
+        for pair in query
+            .trim_start_matches('?')
+            .split('&')
+            .filter(|p| !p.is_empty())
+        {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let number = value.parse::<f64>().ok().filter(|v| v.is_finite());
+            let ok = match key {
+                "lab" => value == "phi4",
+                "L" => match value.parse::<usize>() {
+                    Ok(l) if (4..=16).contains(&l) && l % 2 == 0 => {
+                        s.size = l;
+                        true
+                    }
+                    _ => false,
+                },
+                "m2" => match number {
+                    Some(v) if (-8.0..=4.0).contains(&v) => {
+                        s.m2 = v;
+                        true
+                    }
+                    _ => false,
+                },
+                "lambda" => match number {
+                    Some(v) if (0.0..=20.0).contains(&v) => {
+                        s.lambda = v;
+                        true
+                    }
+                    _ => false,
+                },
+                "flow" => match value {
+                    "coupling" | "radial" => {
+                        s.flow = if value == "coupling" {
+                            "coupling"
+                        } else {
+                            "radial"
+                        };
+                        true
+                    }
+                    _ => false,
+                },
+                "family" => match FAMILIES.iter().find(|f| f.name() == value) {
+                    Some(&f) => {
+                        s.family = f;
+                        true
+                    }
+                    None => false,
+                },
+                "z2" => match value {
+                    "0" | "1" => {
+                        s.z2 = value == "1";
+                        true
+                    }
+                    _ => false,
+                },
+                "lr" => match number {
+                    Some(v) if (1e-5..=0.1).contains(&v) => {
+                        s.learning_rate = v;
+                        true
+                    }
+                    _ => false,
+                },
+                "batch" => match value.parse::<usize>() {
+                    Ok(b) if (8..=1024).contains(&b) => {
+                        s.batch = b;
+                        true
+                    }
+                    _ => false,
+                },
+                "seed" => value.parse::<u64>().map(|v| s.seed = v).is_ok(),
+                _ => false,
+            };
+            if !ok {
+                ignored.push(pair.to_string());
+            }
+        }
+        (s, ignored)
+    }
+
+    /// The couplings, checked (an action unbounded below is refused).
+    pub fn model(&self) -> Result<Phi4, String> {
+        Phi4::new(
+            self.size,
+            Couplings {
+                m2: self.m2,
+                lambda: self.lambda,
+            },
+        )
+    }
+
+    /// The design these settings describe, page-sized: 4 coupling layers of
+    /// 8 channels (the CLI's default is 8 layers), 8 copies for radial flows.
+    fn design(&self, family: Family, z2: bool) -> Result<Design, String> {
+        let mut design = Design::new(self.flow, family, z2)?;
+        design.flow.layers = 4;
+        if self.flow == "radial" {
+            design.flow.stack = 8;
+        }
+        Ok(design)
+    }
+}
+
+/// One flow training in the lab.
+pub struct LabRun {
+    pub label: String,
+    colour: Color32,
+    trainer: Box<dyn Trainer>,
+    pub losses: Vec<(usize, f64)>,
+    pub ess: Vec<(usize, f64)>,
+    pub acceptance: Vec<(usize, f64)>,
+    pub positive: Vec<(usize, f64)>,
+    pub estimates: Option<FlowEstimates>,
+    /// a few flow samples (V values each)
+    pub fields: Vec<Vec<f64>>,
+    measured_at: Option<usize>,
+    /// why training stopped (the trainer kept the last good parameters)
+    pub stopped: Option<String>,
+}
+
+impl LabRun {
+    pub fn steps(&self) -> usize {
+        self.trainer.steps_done()
+    }
+}
+
+pub struct Phi4Lab {
+    /// the settings being edited (applied by Reset and Compare)
+    pub settings: LabSettings,
+    /// the settings of the runs shown
+    applied: LabSettings,
+    model: Option<Phi4>,
+    pub runs: Vec<LabRun>,
+    pub reference: Option<Phi4Reference>,
+    pub running: bool,
+    /// why the last reset failed
+    pub message: Option<String>,
+    rng: Rng,
+}
+
+impl Phi4Lab {
+    pub fn new(settings: LabSettings) -> Self {
+        let mut lab = Self {
+            applied: settings.clone(),
+            settings,
+            model: None,
+            runs: Vec::new(),
+            reference: None,
+            running: false,
+            message: None,
+            rng: Rng::seeded(7),
+        };
+        lab.reset();
+        lab
+    }
+
+    /// One run of the chosen design, paused at step 0.
+    pub fn reset(&mut self) {
+        let s = self.settings.clone();
+        let designs = s.design(s.family, s.z2).map(|d| vec![d]);
+        self.start(designs);
+    }
+
+    /// An affine coupling flow, the chosen analytic family's, and the
+    /// Z2-equivariant design of that family, side by side, running.
+    pub fn compare(&mut self) {
+        let s = self.settings.clone();
+        let family = if s.family == Family::Affine {
+            Family::CubicRational
+        } else {
+            s.family
+        };
+        let designs = [
+            Design::new("coupling", Family::Affine, false),
+            Design::new("coupling", family, false),
+            Design::new("coupling", family, true),
+        ]
+        .into_iter()
+        .map(|d| {
+            d.map(|mut d| {
+                d.flow.layers = 4;
+                d
+            })
+        })
+        .collect();
+        self.start(designs);
+        self.running = self.message.is_none();
+    }
+
+    fn start(&mut self, designs: Result<Vec<Design>, String>) {
+        self.running = false;
+        let built = designs.and_then(|designs| {
+            let model = self.settings.model()?;
+            let runs = designs
+                .iter()
+                .enumerate()
+                .map(|(k, d)| self.new_run(&model, d, COLOURS[k % COLOURS.len()]))
+                .collect::<Result<Vec<_>, String>>()?;
+            Ok((model, runs))
+        });
+        match built {
+            Ok((model, runs)) => {
+                let same_theory = self
+                    .model
+                    .is_some_and(|m| m.size == model.size && m.couplings == model.couplings)
+                    && self.reference.is_some();
+                if !same_theory {
+                    let hmc = HmcSettings {
+                        trajectories: HMC_TRAJECTORIES,
+                        thermalize: 500,
+                        ..HmcSettings::default()
+                    };
+                    self.reference = reference(&model, &hmc, |_, _| {}).ok();
+                }
+                self.model = Some(model);
+                self.runs = runs;
+                self.applied = self.settings.clone();
+                self.message = None;
+                for k in 0..self.runs.len() {
+                    self.measure(k);
+                }
+            }
+            Err(e) => self.message = Some(e),
+        }
+    }
+
+    fn new_run(&self, model: &Phi4, design: &Design, colour: Color32) -> Result<LabRun, String> {
+        let s = &self.settings;
+        let config = RunConfig {
+            target: Target::Phi4(*model),
+            flow: design.flow.clone(),
+            steps: 0,
+            settings: TrainSettings {
+                batch: s.batch,
+                learning_rate: s.learning_rate,
+                seed: s.seed,
+                loss: Loss::ReverseKl,
+                threads: crate::train::default_threads(),
+            },
+            precision: Precision::F32,
+            eval_samples: MEASURE_SAMPLES,
+        };
+        Ok(LabRun {
+            label: design.label(),
+            colour,
+            trainer: cpu_trainer(&config)?,
+            losses: Vec::new(),
+            ess: Vec::new(),
+            acceptance: Vec::new(),
+            positive: Vec::new(),
+            estimates: None,
+            fields: Vec::new(),
+            measured_at: None,
+            stopped: None,
+        })
+    }
+
+    /// Trains every run in turn for about `budget` (each at least one step),
+    /// measuring each every [`MEASURE_EVERY`] steps.
+    pub fn train_for(&mut self, budget: Duration) {
+        if !self.running {
+            return;
+        }
+        let start = Instant::now();
+        loop {
+            let mut any = false;
+            for k in 0..self.runs.len() {
+                let run = &mut self.runs[k];
+                if run.stopped.is_some() {
+                    continue;
+                }
+                any = true;
+                match run.trainer.step() {
+                    Ok(loss) => {
+                        let step = run.trainer.steps_done();
+                        run.losses.push((step, loss));
+                        if step.is_multiple_of(MEASURE_EVERY) {
+                            self.measure(k);
+                        }
+                    }
+                    Err(e) => {
+                        run.stopped = Some(match e {
+                            TrainError::NonFinite { step } => format!(
+                                "diverged at step {step} (NaN); the last good state is kept"
+                            ),
+                            other => other.to_string(),
+                        });
+                    }
+                }
+            }
+            if !any {
+                self.running = false;
+                break;
+            }
+            if start.elapsed() >= budget {
+                break;
+            }
+        }
+    }
+
+    /// Measures run `k`: its samples' ESS/N, acceptance, M > 0 fraction,
+    /// corrected observables and a few configurations.
+    fn measure(&mut self, k: usize) {
+        let Some(model) = self.model else {
+            return;
+        };
+        let run = &mut self.runs[k];
+        let step = run.trainer.steps_done();
+        if run.measured_at == Some(step) {
+            return;
+        }
+        run.measured_at = Some(step);
+        let flow_model: FlowModel<f64> = run.trainer.model();
+        let flow = flow_model.as_flow();
+        match estimate_with_flow(flow, &model, MEASURE_SAMPLES, &mut self.rng) {
+            Ok(e) => {
+                run.ess.push((step, e.ess));
+                run.acceptance.push((step, e.acceptance));
+                run.positive.push((step, e.positive_fraction));
+                run.estimates = Some(e);
+            }
+            Err(e) => run.stopped = Some(e),
+        }
+        let v = model.volume();
+        let z: Vec<f64> = (0..FIELDS * v).map(|_| self.rng.normal()).collect();
+        let mut x = vec![0.0; FIELDS * v];
+        let mut ld = vec![0.0; FIELDS];
+        flow.x_from_z(&z, &mut x, &mut ld);
+        run.fields = x.chunks(v).map(<[f64]>::to_vec).collect();
+    }
+
+    /// Lets a diverged run go on from its last good state with half the step size.
+    fn resume(&mut self, k: usize) {
+        let run = &mut self.runs[k];
+        run.stopped = None;
+        let lr = self.applied.learning_rate * 0.5;
+        run.trainer.set_learning_rate(lr);
+        run.label = format!(
+            "{} (lr {lr:.0e})",
+            run.label.split(" (lr").next().unwrap_or("")
+        );
+        self.running = true;
+    }
+
+    /// The left panel: couplings, design, and the run controls.
+    pub fn controls_ui(&mut self, ui: &mut egui::Ui) {
+        ui.heading("phi^4 lattice lab");
+        ui.label(
+            "Flows learn the lattice field theory of math.md section 6 from its action alone \
+             (reverse KL), checked against Hamiltonian Monte Carlo.",
+        );
+        ui.separator();
+        let s = &mut self.settings;
+        ui.add(
+            egui::Slider::new(&mut s.size, 4..=16)
+                .step_by(2.0)
+                .text("lattice L"),
+        )
+        .on_hover_text("The lattice is L x L with periodic boundaries.");
+        ui.add(
+            egui::Slider::new(&mut s.m2, -8.0..=2.0)
+                .step_by(0.25)
+                .text("m^2"),
+        )
+        .on_hover_text("Mass term. Negative m^2 makes a double well at every site.");
+        ui.add(
+            egui::Slider::new(&mut s.lambda, 0.0..=16.0)
+                .step_by(0.25)
+                .text("lambda"),
+        )
+        .on_hover_text(
+            "Quartic coupling. At m^2 = -4, lambda = 8 is symmetric (<M> = 0, one broad mode); \
+                 lambda = 2 is broken (two modes, M > 0 and M < 0).",
+        );
+        ui.horizontal(|ui| {
+            if ui.button("symmetric point").clicked() {
+                s.m2 = -4.0;
+                s.lambda = 8.0;
+            }
+            if ui.button("broken point").clicked() {
+                s.m2 = -4.0;
+                s.lambda = 2.0;
+            }
+        });
+        ui.separator();
+        egui::ComboBox::from_label("flow")
+            .selected_text(s.flow)
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut s.flow, "coupling", "coupling (checkerboard, conv)");
+                ui.selectable_value(&mut s.flow, "radial", "radial (whole field)");
+            });
+        egui::ComboBox::from_label("family")
+            .selected_text(s.family.name())
+            .show_ui(ui, |ui| {
+                for f in FAMILIES {
+                    ui.selectable_value(&mut s.family, f, f.name());
+                }
+            });
+        ui.checkbox(&mut s.z2, "Z2-equivariant (odd)")
+            .on_hover_text(
+                "Odd site maps with an even/odd conditioner (coupling) or the centre fixed at 0 \
+                 (radial): the flow's density is symmetric under phi -> -phi, so it cannot \
+                 collapse onto one sign of M.",
+            );
+        ui.add(
+            egui::Slider::new(&mut s.learning_rate, 1e-4..=3e-2)
+                .logarithmic(true)
+                .text("learning rate"),
+        );
+        ui.add(egui::Slider::new(&mut s.batch, 16..=256).text("batch"));
+        ui.separator();
+        ui.horizontal(|ui| {
+            let play = if self.running { "Pause" } else { "Play" };
+            if ui.button(play).clicked() {
+                self.running = !self.running && self.runs.iter().any(|r| r.stopped.is_none());
+            }
+            if ui.button("Reset").clicked() {
+                self.reset();
+            }
+        });
+        if ui
+            .button("Compare: affine vs analytic vs Z2")
+            .on_hover_text(
+                "Trains three coupling flows side by side on these couplings: affine (RealNVP), \
+                 the chosen analytic family, and its Z2-equivariant design.",
+            )
+            .clicked()
+        {
+            self.compare();
+        }
+        if let Some(m) = &self.message {
+            ui.colored_label(ui.visuals().error_fg_color, m);
+        }
+        let mut resume = None;
+        for (k, run) in self.runs.iter().enumerate() {
+            if let Some(why) = &run.stopped {
+                ui.colored_label(ui.visuals().error_fg_color, format!("{}: {why}", run.label));
+                if ui
+                    .button("Go on from the last good state (half the learning rate)")
+                    .clicked()
+                {
+                    resume = Some(k);
+                }
+            }
+        }
+        if let Some(k) = resume {
+            self.resume(k);
+        }
+        ui.separator();
+        ui.label(format!(
+            "Training on the CPU ({} thread{}).",
+            crate::train::default_threads(),
+            if crate::train::default_threads() == 1 {
+                ""
+            } else {
+                "s"
+            }
+        ));
+    }
+
+    /// The central panel: each run's fields and numbers, and the histogram.
+    pub fn views_ui(&mut self, ui: &mut egui::Ui) {
+        let Some(model) = self.model else {
+            return;
+        };
+        let c = model.couplings;
+        ui.label(format!(
+            "L = {}, m^2 = {}, lambda = {}: HMC reference {}",
+            model.size,
+            c.m2,
+            c.lambda,
+            match &self.reference {
+                Some(r) => format!(
+                    "<|M|>/V = {:.3} +- {:.3}, <M^2>/V = {:.3} +- {:.3} ({HMC_TRAJECTORIES} trajectories)",
+                    r.observables.abs_m.mean,
+                    r.observables.abs_m.error,
+                    r.observables.m2.mean,
+                    r.observables.m2.error
+                ),
+                None => "unavailable".into(),
+            }
+        ));
+        ui.horizontal_top(|ui| {
+            ui.vertical(|ui| {
+                for run in &self.runs {
+                    ui.horizontal(|ui| {
+                        ui.colored_label(run.colour, egui::RichText::new(&run.label).strong());
+                        ui.label(format!("step {}", run.steps()));
+                    });
+                    ui.horizontal(|ui| {
+                        for field in &run.fields {
+                            field_ui(ui, field, model.size, 64.0);
+                        }
+                    })
+                    .response
+                    .on_hover_text(
+                        "Field configurations the flow samples now: blue phi < 0, white 0, red phi > 0 (full colour at |phi| = 2).",
+                    );
+                    if let Some(e) = &run.estimates {
+                        ui.label(format!(
+                            "ESS/N {:.3}   IMH acceptance {:.3}   M > 0: {:.2}",
+                            e.ess, e.acceptance, e.positive_fraction
+                        ));
+                        ui.label(format!(
+                            "<|M|>/V IMH {:.3} +- {:.3}, reweighted {:.3} +- {:.3}",
+                            e.imh.abs_m.mean,
+                            e.imh.abs_m.error,
+                            e.reweighted.abs_m.mean,
+                            e.reweighted.abs_m.error
+                        ));
+                    }
+                    ui.add_space(6.0);
+                }
+            });
+            let flows: Vec<(Color32, &[(f64, f64)])> = self
+                .runs
+                .iter()
+                .filter_map(|r| {
+                    r.estimates
+                        .as_ref()
+                        .map(|e| (r.colour, &e.flow_histogram[..]))
+                })
+                .collect();
+            let hmc = self
+                .reference
+                .as_ref()
+                .map_or(&[][..], |r| &r.observables.histogram[..]);
+            let side = (ui.available_width() - 8.0).clamp(200.0, 520.0);
+            histogram_ui(ui, hmc, &flows, Vec2::new(side, side * 0.7)).on_hover_text(
+                "Magnetization M/V: HMC's reference (grey bars) and each flow's raw samples \
+                 (lines, before any correction). A flow that covers one peak only has collapsed.",
+            );
+        });
+    }
+
+    /// The bottom panel: loss, ESS/N, acceptance and M > 0 fraction over steps.
+    pub fn curves_ui(&mut self, ui: &mut egui::Ui) {
+        let pick = |f: fn(&LabRun) -> &Vec<(usize, f64)>| -> Vec<(Color32, &[(usize, f64)])> {
+            self.runs.iter().map(|r| (r.colour, &f(r)[..])).collect()
+        };
+        let width = ((ui.available_width() - 24.0) / 4.0).max(120.0);
+        let size = Vec2::new(width, 130.0);
+        ui.horizontal(|ui| {
+            lines_ui(
+                ui,
+                "reverse KL loss (nats)",
+                &pick(|r| &r.losses),
+                None,
+                size,
+            )
+            .on_hover_text("mean(log q - log p~) of each batch: KL(q || p) - log Z.");
+            lines_ui(ui, "ESS/N", &pick(|r| &r.ess), Some((0.0, 1.0)), size).on_hover_text(
+                "Effective sample size of the importance weights over N (256 samples).",
+            );
+            lines_ui(
+                ui,
+                "IMH acceptance",
+                &pick(|r| &r.acceptance),
+                Some((0.0, 1.0)),
+                size,
+            )
+            .on_hover_text(
+                "Acceptance of independent Metropolis-Hastings with the flow as proposal.",
+            );
+            lines_ui(
+                ui,
+                "fraction M > 0",
+                &pick(|r| &r.positive),
+                Some((0.0, 1.0)),
+                size,
+            )
+            .on_hover_text(
+                "1/2 for the symmetric target; near 0 or 1 the flow sees one mode only.",
+            );
+        });
+    }
+}
