@@ -119,10 +119,47 @@ async function runMode(name, { args, device }, base) {
   const seconds = (Date.now() - playedAt) / 1000;
   const cache = await serviceWorkerCache(page);
   const spiral = await measureSpiral(page, base, name);
+  const lab = await measureLab(page, base, name);
   if (errors.length) throw new Error(`${name}: console errors:\n${errors.join('\n')}`);
   await browser.close();
   console.log(`${name}: ok on the ${device} (first paint ${firstPaint} ms; step ${trained.step} in ${seconds.toFixed(1)} s, loss ${trained.first} -> ${trained.loss}; ${cache})`);
   console.log(`${name}: spiral recipe: ${spiral.stepsPerSecond.toFixed(1)} steps/s, ${spiral.fps.toFixed(1)} frames/s over ${spiral.seconds.toFixed(1)} s`);
+  console.log(`${name}: phi^4 lab (L=8, broken point, CPU): ${lab.stepsPerSecond.toFixed(1)} steps/s, ${lab.fps.toFixed(1)} frames/s, ESS/N ${lab.ess} at step ${lab.step}`);
+}
+
+/** Counts animation frames for `ms` milliseconds. */
+function countFrames(page, ms) {
+  return page.evaluate((ms) => new Promise((done) => {
+    let n = 0;
+    const t0 = performance.now();
+    const tick = () => {
+      n += 1;
+      if (performance.now() - t0 < ms) requestAnimationFrame(tick);
+      else done({ n, ms: performance.now() - t0 });
+    };
+    requestAnimationFrame(tick);
+  }), ms);
+}
+
+/** Opens the phi^4 lab from a link, trains ~10 s, and measures. */
+async function measureLab(page, base, name) {
+  await page.goto(`${base}/?lab=phi4&L=8&m2=-4&lambda=2`);
+  await waitFor('the phi^4 lab', async () => (await page.title()).includes('phi^4 | step 0'), 120);
+  await page.mouse.click(1000, 600);
+  await page.keyboard.press('Space');
+  const labStep = async () => Number(/step (\d+)/.exec(await page.title())?.[1] ?? 0);
+  await waitFor('the lab to train', async () => (await labStep()) > 0, 60);
+  const start = { step: await labStep(), at: Date.now() };
+  const frames = await countFrames(page, 10000);
+  const title = await page.title();
+  const end = { step: await labStep(), at: Date.now() };
+  await page.screenshot({ path: join(artifacts, `${name}-phi4-lab.png`) });
+  const ess = /ESS\/N ([\d.]+)/.exec(title)?.[1];
+  if (!(end.step > start.step) || ess === undefined) {
+    throw new Error(`${name}: the phi^4 lab did not train: ${title}`);
+  }
+  const seconds = (end.at - start.at) / 1000;
+  return { stepsPerSecond: (end.step - start.step) / seconds, fps: frames.n / (frames.ms / 1000), ess, step: end.step };
 }
 
 /** The service worker is active with one cache, named for this build, that holds the wasm. */

@@ -312,6 +312,18 @@ impl Playground {
                 i.key_pressed(Key::Questionmark),
             )
         });
+        if self.lab_open {
+            // the lab has Play and Reset only
+            if let Some(lab) = &mut self.lab {
+                if space {
+                    lab.toggle_play();
+                }
+                if r {
+                    lab.reset();
+                }
+            }
+            return;
+        }
         if space {
             self.toggle_play();
         }
@@ -405,8 +417,16 @@ impl Playground {
                 egui::ScrollArea::vertical().show(ui, |ui| lab.views_ui(ui))
             });
         }
+        // the tab shows the first run's progress (the browser tests read it)
         let title = match self.lab.as_ref().and_then(|l| l.runs.first()) {
-            Some(run) => format!("Flow Playground | phi^4 | step {}", run.steps()),
+            Some(run) => match &run.estimates {
+                Some(e) => format!(
+                    "Flow Playground | phi^4 | step {} | ESS/N {:.3}",
+                    run.steps(),
+                    e.ess
+                ),
+                None => format!("Flow Playground | phi^4 | step {}", run.steps()),
+            },
             None => "Flow Playground | phi^4".into(),
         };
         if title != self.title {

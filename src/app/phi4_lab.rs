@@ -330,7 +330,7 @@ impl Phi4Lab {
         let s = &self.settings;
         let config = RunConfig {
             target: Target::Phi4(*model),
-            flow: design.flow.clone(),
+            flow: design.flow_for(model),
             steps: 0,
             settings: TrainSettings {
                 batch: s.batch,
@@ -431,6 +431,11 @@ impl Phi4Lab {
         run.fields = x.chunks(v).map(<[f64]>::to_vec).collect();
     }
 
+    /// Plays or pauses (a run that stopped stays stopped).
+    pub fn toggle_play(&mut self) {
+        self.running = !self.running && self.runs.iter().any(|r| r.stopped.is_none());
+    }
+
     /// Lets a diverged run go on from its last good state with half the step size.
     fn resume(&mut self, k: usize) {
         let run = &mut self.runs[k];
@@ -513,8 +518,8 @@ impl Phi4Lab {
         ui.separator();
         ui.horizontal(|ui| {
             let play = if self.running { "Pause" } else { "Play" };
-            if ui.button(play).clicked() {
-                self.running = !self.running && self.runs.iter().any(|r| r.stopped.is_none());
+            if ui.button(play).on_hover_text("space").clicked() {
+                self.toggle_play();
             }
             if ui.button("Reset").clicked() {
                 self.reset();
