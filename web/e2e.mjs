@@ -124,7 +124,7 @@ async function runMode(name, { args, device }, base) {
   await browser.close();
   console.log(`${name}: ok on the ${device} (first paint ${firstPaint} ms; step ${trained.step} in ${seconds.toFixed(1)} s, loss ${trained.first} -> ${trained.loss}; ${cache})`);
   console.log(`${name}: spiral recipe: ${spiral.stepsPerSecond.toFixed(1)} steps/s, ${spiral.fps.toFixed(1)} frames/s over ${spiral.seconds.toFixed(1)} s`);
-  console.log(`${name}: phi^4 lab (L=8, broken point, CPU): ${lab.stepsPerSecond.toFixed(1)} steps/s, ${lab.fps.toFixed(1)} frames/s, ESS/N ${lab.ess} at step ${lab.step}`);
+  console.log(`${name}: phi^4 lab (L=8, broken point, CPU): ${lab.stepsPerSecond.toFixed(1)} steps/s, ${lab.fps.toFixed(1)} frames/s, ${lab.msPerStep} ms a training step, ESS/N ${lab.ess} at step ${lab.step}`);
 }
 
 /** Counts animation frames for `ms` milliseconds. */
@@ -155,11 +155,12 @@ async function measureLab(page, base, name) {
   const end = { step: await labStep(), at: Date.now() };
   await page.screenshot({ path: join(artifacts, `${name}-phi4-lab.png`) });
   const ess = /ESS\/N ([\d.]+)/.exec(title)?.[1];
+  const msPerStep = /([\d.]+) ms a step/.exec(title)?.[1];
   if (!(end.step > start.step) || ess === undefined) {
     throw new Error(`${name}: the phi^4 lab did not train: ${title}`);
   }
   const seconds = (end.at - start.at) / 1000;
-  return { stepsPerSecond: (end.step - start.step) / seconds, fps: frames.n / (frames.ms / 1000), ess, step: end.step };
+  return { stepsPerSecond: (end.step - start.step) / seconds, fps: frames.n / (frames.ms / 1000), ess, step: end.step, msPerStep };
 }
 
 /** The service worker is active with one cache, named for this build, that holds the wasm. */

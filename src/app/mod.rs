@@ -421,9 +421,10 @@ impl Playground {
         let title = match self.lab.as_ref().and_then(|l| l.runs.first()) {
             Some(run) => match &run.estimates {
                 Some(e) => format!(
-                    "Flow Playground | phi^4 | step {} | ESS/N {:.3}",
+                    "Flow Playground | phi^4 | step {} | ESS/N {:.3} | {:.1} ms a step",
                     run.steps(),
-                    e.ess
+                    e.ess,
+                    run.ms_per_step().unwrap_or(f64::NAN)
                 ),
                 None => format!("Flow Playground | phi^4 | step {}", run.steps()),
             },

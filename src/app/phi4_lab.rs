@@ -218,11 +218,19 @@ pub struct LabRun {
     measured_at: Option<usize>,
     /// why training stopped (the trainer kept the last good parameters)
     pub stopped: Option<String>,
+    /// time spent in training steps (not measurements), for the step rate
+    train_time: Duration,
 }
 
 impl LabRun {
     pub fn steps(&self) -> usize {
         self.trainer.steps_done()
+    }
+
+    /// Mean wall time of a training step so far, in milliseconds.
+    pub fn ms_per_step(&self) -> Option<f64> {
+        let n = self.losses.len();
+        (n > 0).then(|| self.train_time.as_secs_f64() * 1e3 / n as f64)
     }
 }
 
@@ -354,6 +362,7 @@ impl Phi4Lab {
             fields: Vec::new(),
             measured_at: None,
             stopped: None,
+            train_time: Duration::ZERO,
         })
     }
 
@@ -372,7 +381,10 @@ impl Phi4Lab {
                     continue;
                 }
                 any = true;
-                match run.trainer.step() {
+                let began = Instant::now();
+                let result = run.trainer.step();
+                run.train_time += began.elapsed();
+                match result {
                     Ok(loss) => {
                         let step = run.trainer.steps_done();
                         run.losses.push((step, loss));
@@ -593,6 +605,9 @@ impl Phi4Lab {
                     ui.horizontal(|ui| {
                         ui.colored_label(run.colour, egui::RichText::new(&run.label).strong());
                         ui.label(format!("step {}", run.steps()));
+                        if let Some(ms) = run.ms_per_step() {
+                            ui.label(format!("{ms:.1} ms a step"));
+                        }
                     });
                     ui.horizontal(|ui| {
                         for field in &run.fields {
