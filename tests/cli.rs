@@ -611,6 +611,27 @@ fn the_z2_flow_samples_both_modes_in_the_broken_phase() {
     );
     assert_eq!(report["z2"], true);
     assert!(report.get("hmc").is_none());
+    // the saved model is the Z2 flow: eval maps -phi to minus the image of phi
+    let phi: Vec<f64> = (0..16).map(|k| ((k * 7 % 5) as f64 - 2.0) * 0.4).collect();
+    let minus: Vec<f64> = phi.iter().map(|v| -v).collect();
+    let (code, out, err) = eval(&report["model"], &json!([phi, minus]), &[]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    for k in 0..16 {
+        let (a, b) = (
+            v["points"][0][k].as_f64().unwrap(),
+            v["points"][1][k].as_f64().unwrap(),
+        );
+        assert!((a + b).abs() < 1e-12, "site {k}: {a} and {b}");
+    }
+    let (a, b) = (
+        v["log_det"][0].as_f64().unwrap(),
+        v["log_det"][1].as_f64().unwrap(),
+    );
+    assert!(
+        (a - b).abs() < 1e-12 && a.is_finite(),
+        "log-dets {a} and {b}"
+    );
     // the options are checked
     let (code, _, stderr) = run(&["phi4", "--flow", "elementwise", "--z2"]);
     assert_eq!(code, 1);
