@@ -418,18 +418,16 @@ impl Playground {
             });
         }
         // the tab shows the first run's progress (the browser tests read it)
-        let title = match self.lab.as_ref().and_then(|l| l.runs.first()) {
-            Some(run) => match &run.estimates {
-                Some(e) => format!(
-                    "Flow Playground | phi^4 | step {} | ESS/N {:.3} | {:.1} ms a step",
-                    run.steps(),
-                    e.ess,
-                    run.ms_per_step().unwrap_or(f64::NAN)
-                ),
-                None => format!("Flow Playground | phi^4 | step {}", run.steps()),
-            },
-            None => "Flow Playground | phi^4".into(),
-        };
+        let mut title = String::from("Flow Playground | phi^4");
+        if let Some(run) = self.lab.as_ref().and_then(|l| l.runs.first()) {
+            title += &format!(" | step {}", run.steps());
+            if let Some(e) = &run.estimates {
+                title += &format!(" | ESS/N {:.3}", e.ess);
+            }
+            if let Some(ms) = run.ms_per_step() {
+                title += &format!(" | {ms:.1} ms a step");
+            }
+        }
         if title != self.title {
             set_page_title(&title);
             self.title = title;

@@ -205,13 +205,17 @@ impl LabSettings {
 
 /// One flow training in the lab.
 pub struct LabRun {
+    /// the design, e.g. "coupling sinh Z2"
     pub label: String,
     colour: Color32,
     trainer: Box<dyn Trainer>,
+    /// (step, value) series: the batch loss every step, the rest every
+    /// [`MEASURE_EVERY`] steps
     pub losses: Vec<(usize, f64)>,
     pub ess: Vec<(usize, f64)>,
     pub acceptance: Vec<(usize, f64)>,
     pub positive: Vec<(usize, f64)>,
+    /// the latest measurement
     pub estimates: Option<FlowEstimates>,
     /// a few flow samples (V values each)
     pub fields: Vec<Vec<f64>>,
@@ -220,9 +224,12 @@ pub struct LabRun {
     pub stopped: Option<String>,
     /// time spent in training steps (not measurements), for the step rate
     train_time: Duration,
+    /// Adam's step size now (halved by each resumption after a divergence)
+    learning_rate: f64,
 }
 
 impl LabRun {
+    /// Training steps done.
     pub fn steps(&self) -> usize {
         self.trainer.steps_done()
     }
@@ -234,14 +241,17 @@ impl LabRun {
     }
 }
 
+/// The lab: its settings, the runs training side by side, and the reference.
 pub struct Phi4Lab {
     /// the settings being edited (applied by Reset and Compare)
     pub settings: LabSettings,
-    /// the settings of the runs shown
-    applied: LabSettings,
+    /// the theory the runs train on
     model: Option<Phi4>,
+    /// one run, or the three of a comparison
     pub runs: Vec<LabRun>,
+    /// HMC on the runs' lattice and couplings
     pub reference: Option<Phi4Reference>,
+    /// whether the runs train each frame
     pub running: bool,
     /// why the last reset failed
     pub message: Option<String>,
@@ -249,9 +259,9 @@ pub struct Phi4Lab {
 }
 
 impl Phi4Lab {
+    /// The lab for `settings`: one run, paused at step 0, and its HMC reference.
     pub fn new(settings: LabSettings) -> Self {
         let mut lab = Self {
-            applied: settings.clone(),
             settings,
             model: None,
             runs: Vec::new(),
@@ -324,7 +334,6 @@ impl Phi4Lab {
                 }
                 self.model = Some(model);
                 self.runs = runs;
-                self.applied = self.settings.clone();
                 self.message = None;
                 for k in 0..self.runs.len() {
                     self.measure(k);
@@ -363,6 +372,7 @@ impl Phi4Lab {
             measured_at: None,
             stopped: None,
             train_time: Duration::ZERO,
+            learning_rate: s.learning_rate,
         })
     }
 
@@ -452,7 +462,8 @@ impl Phi4Lab {
     fn resume(&mut self, k: usize) {
         let run = &mut self.runs[k];
         run.stopped = None;
-        let lr = self.applied.learning_rate * 0.5;
+        run.learning_rate *= 0.5;
+        let lr = run.learning_rate;
         run.trainer.set_learning_rate(lr);
         run.label = format!(
             "{} (lr {lr:.0e})",
@@ -481,7 +492,10 @@ impl Phi4Lab {
                 .step_by(0.25)
                 .text("m^2"),
         )
-        .on_hover_text("Mass term. Negative m^2 makes a double well at every site.");
+        .on_hover_text(
+            "Mass term. With lambda it sets the phase: at m^2 = -4 the field is disordered for \
+             large lambda and orders into two modes (M > 0 or M < 0) for small lambda.",
+        );
         ui.add(
             egui::Slider::new(&mut s.lambda, 0.0..=16.0)
                 .step_by(0.25)
@@ -521,12 +535,23 @@ impl Phi4Lab {
                  (radial): the flow's density is symmetric under phi -> -phi, so it cannot \
                  collapse onto one sign of M.",
             );
-        ui.add(
-            egui::Slider::new(&mut s.learning_rate, 1e-4..=3e-2)
-                .logarithmic(true)
-                .text("learning rate"),
-        );
-        ui.add(egui::Slider::new(&mut s.batch, 16..=256).text("batch"));
+        let lr_changed = ui
+            .add(
+                egui::Slider::new(&mut s.learning_rate, 1e-4..=3e-2)
+                    .logarithmic(true)
+                    .text("learning rate"),
+            )
+            .on_hover_text("Adam's step size, applied at once.")
+            .changed();
+        ui.add(egui::Slider::new(&mut s.batch, 16..=256).text("batch"))
+            .on_hover_text("Flow samples a training step; applied by Reset or Compare.");
+        if lr_changed {
+            let lr = s.learning_rate;
+            for run in &mut self.runs {
+                run.learning_rate = lr;
+                run.trainer.set_learning_rate(lr);
+            }
+        }
         ui.separator();
         ui.horizontal(|ui| {
             let play = if self.running { "Pause" } else { "Play" };
@@ -695,5 +720,38 @@ impl Phi4Lab {
                 "1/2 for the symmetric target; near 0 or 1 the flow sees one mode only.",
             );
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lab link restores its settings; what is malformed or out of range
+    /// is named and left at the default.
+    #[test]
+    fn lab_links_round_trip_and_bad_entries_are_named() {
+        let s = LabSettings {
+            size: 12,
+            m2: -3.5,
+            lambda: 2.25,
+            flow: "radial",
+            family: Family::Sinh,
+            z2: true,
+            learning_rate: 0.001,
+            batch: 32,
+            seed: 9,
+        };
+        assert_eq!(LabSettings::from_query(&s.to_query()), (s, Vec::new()));
+        let (parsed, ignored) = LabSettings::from_query(
+            "?lab=phi4&L=5&m2=nan&lambda=3&family=spline&z2=yes&colour=red",
+        );
+        assert_eq!(parsed.lambda, 3.0);
+        assert_eq!(parsed.size, LabSettings::default().size);
+        assert_eq!(parsed.family, LabSettings::default().family);
+        assert_eq!(
+            ignored,
+            ["L=5", "m2=nan", "family=spline", "z2=yes", "colour=red"]
+        );
     }
 }
