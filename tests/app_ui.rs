@@ -498,8 +498,8 @@ fn the_phi4_lab_trains_and_compares_lattice_flows() {
         labels,
         [
             "coupling affine",
-            "coupling cubic_rational",
-            "coupling cubic_rational Z2"
+            "coupling sinh",
+            "coupling sinh Z2"
         ]
     );
     assert!(lab.runs.iter().all(|r| r.steps() >= 20 && r.ess.len() >= 2));
