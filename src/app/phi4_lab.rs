@@ -28,8 +28,15 @@ const MEASURE_SAMPLES: usize = 256;
 const MEASURE_EVERY: usize = 20;
 /// Field configurations shown per run.
 const FIELDS: usize = 4;
-/// HMC trajectories of the reference.
+/// HMC trajectories of the reference on an 8 x 8 lattice; larger lattices get
+/// fewer (the two-point function costs V^2 a trajectory), so a reset at L = 16
+/// stays near a second in the browser.
 const HMC_TRAJECTORIES: usize = 4000;
+
+/// The reference's trajectories on a lattice of `volume` sites.
+fn hmc_trajectories(volume: usize) -> usize {
+    (HMC_TRAJECTORIES * 64 / volume.max(1)).clamp(1000, HMC_TRAJECTORIES)
+}
 
 /// The families the lab offers.
 const FAMILIES: [Family; 4] = [
@@ -327,7 +334,7 @@ impl Phi4Lab {
                     && self.reference.is_some();
                 if !same_theory {
                     let hmc = HmcSettings {
-                        trajectories: HMC_TRAJECTORIES,
+                        trajectories: hmc_trajectories(model.volume()),
                         thermalize: 500,
                         ..HmcSettings::default()
                     };
@@ -616,11 +623,12 @@ impl Phi4Lab {
             c.lambda,
             match &self.reference {
                 Some(r) => format!(
-                    "<|M|>/V = {:.3} +- {:.3}, <M^2>/V = {:.3} +- {:.3} ({HMC_TRAJECTORIES} trajectories)",
+                    "<|M|>/V = {:.3} +- {:.3}, <M^2>/V = {:.3} +- {:.3} ({} trajectories)",
                     r.observables.abs_m.mean,
                     r.observables.abs_m.error,
                     r.observables.m2.mean,
-                    r.observables.m2.error
+                    r.observables.m2.error,
+                    hmc_trajectories(model.volume())
                 ),
                 None => "unavailable".into(),
             }
