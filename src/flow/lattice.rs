@@ -18,7 +18,9 @@
 //! each layer's [`ConvShape`] parameters in turn.
 
 use super::conv::{ConvCache, ConvShape};
-use super::coupling::{ActiveTrace, Direction, transform_active, transform_active_backward};
+use super::coupling::{
+    ActiveTrace, CouplingLayers, Direction, run_layers, transform_active, transform_active_backward,
+};
 use super::{Adjoint, Flow};
 use crate::bijection::{Family, Stack};
 use crate::real::Real;
@@ -108,7 +110,7 @@ pub struct LatticeFlow<T> {
 }
 
 /// What one layer's forward pass keeps for its backward pass.
-struct LayerCache<T> {
+pub(super) struct LayerCache<T> {
     conv: ConvCache<T>,
     raw: Vec<T>,
     active: ActiveTrace<T>,
@@ -156,8 +158,15 @@ impl<T: Real> LatticeFlow<T> {
     fn copies(&self) -> usize {
         if self.spec.z2 { 2 } else { 1 }
     }
+}
 
-    /// Runs one layer in `dir` on `cur` (n x V) in place, adding log-dets.
+impl<T: Real> CouplingLayers<T> for LatticeFlow<T> {
+    type Cache = LayerCache<T>;
+
+    fn n_layers(&self) -> usize {
+        self.spec.layers
+    }
+
     fn layer_forward(
         &self,
         l: usize,
@@ -213,8 +222,6 @@ impl<T: Real> LatticeFlow<T> {
         }
     }
 
-    /// Backward through one layer: `bar` holds the output adjoints (n x V) and is
-    /// turned into the input adjoints; parameter adjoints go into `grad`.
     fn layer_backward(
         &self,
         l: usize,
@@ -276,44 +283,6 @@ impl<T: Real> LatticeFlow<T> {
             }
         }
     }
-
-    fn run(
-        &self,
-        dir: Direction,
-        input: &[T],
-        output: &mut [T],
-        log_det: &mut [T],
-        backward: Option<(&Adjoint<T>, &mut [T])>,
-    ) {
-        output.copy_from_slice(input);
-        log_det.iter_mut().for_each(|v| *v = T::zero());
-        let order: Vec<usize> = match dir {
-            Direction::XFromZ => (0..self.spec.layers).collect(),
-            Direction::ZFromX => (0..self.spec.layers).rev().collect(),
-        };
-        let mut caches = Vec::with_capacity(order.len());
-        for &l in &order {
-            caches.push(self.layer_forward(l, dir, output, log_det));
-        }
-        let Some((adjoint, grad)) = backward else {
-            return;
-        };
-        let v = self.spec.volume();
-        let mut bar = vec![T::zero(); output.len()];
-        let ld_bar: Vec<T> = (0..log_det.len())
-            .map(|i| {
-                adjoint(
-                    i,
-                    &output[i * v..(i + 1) * v],
-                    log_det[i],
-                    &mut bar[i * v..(i + 1) * v],
-                )
-            })
-            .collect();
-        for (&l, cache) in order.iter().zip(&caches).rev() {
-            self.layer_backward(l, dir, cache, &mut bar, &ld_bar, grad);
-        }
-    }
 }
 
 impl<T: Real> Flow<T> for LatticeFlow<T> {
@@ -330,11 +299,11 @@ impl<T: Real> Flow<T> for LatticeFlow<T> {
     }
 
     fn x_from_z(&self, z: &[T], x: &mut [T], log_det: &mut [T]) {
-        self.run(Direction::XFromZ, z, x, log_det, None);
+        run_layers(self, Direction::XFromZ, z, x, log_det, None);
     }
 
     fn z_from_x(&self, x: &[T], z: &mut [T], log_det: &mut [T]) {
-        self.run(Direction::ZFromX, x, z, log_det, None);
+        run_layers(self, Direction::ZFromX, x, z, log_det, None);
     }
 
     fn z_from_x_grad(
@@ -345,7 +314,14 @@ impl<T: Real> Flow<T> for LatticeFlow<T> {
         log_det: &mut [T],
         grad: &mut [T],
     ) {
-        self.run(Direction::ZFromX, x, z, log_det, Some((adjoint, grad)));
+        run_layers(
+            self,
+            Direction::ZFromX,
+            x,
+            z,
+            log_det,
+            Some((adjoint, grad)),
+        );
     }
 
     fn x_from_z_grad(
@@ -356,6 +332,13 @@ impl<T: Real> Flow<T> for LatticeFlow<T> {
         log_det: &mut [T],
         grad: &mut [T],
     ) {
-        self.run(Direction::XFromZ, z, x, log_det, Some((adjoint, grad)));
+        run_layers(
+            self,
+            Direction::XFromZ,
+            z,
+            x,
+            log_det,
+            Some((adjoint, grad)),
+        );
     }
 }
