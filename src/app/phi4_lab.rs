@@ -8,6 +8,7 @@
 //! The lattice flows train on the CPU here (the GPU has no lattice kernels yet).
 
 use super::phi4_views::{field_ui, histogram_ui, lines_ui};
+use super::settings::{apply_query, parse_in, set_if};
 use crate::bijection::Family;
 use crate::flow::FlowModel;
 use crate::mcmc::flow_estimates::{FlowEstimates, estimate_with_flow};
@@ -37,6 +38,9 @@ const HMC_TRAJECTORIES: usize = 4000;
 fn hmc_trajectories(volume: usize) -> usize {
     (HMC_TRAJECTORIES * 64 / volume.max(1)).clamp(1000, HMC_TRAJECTORIES)
 }
+
+/// The flows the lab offers.
+const FLOWS: [&str; 2] = ["coupling", "radial"];
 
 /// The families the lab offers.
 const FAMILIES: [Family; 4] = [
@@ -108,83 +112,30 @@ impl LabSettings {
     /// Settings from a URL query: valid entries are used, the rest named.
     pub fn from_query(query: &str) -> (Self, Vec<String>) {
         let mut s = Self::default();
-        let mut ignored = Vec::new();
-        for pair in query
-            .trim_start_matches('?')
-            .split('&')
-            .filter(|p| !p.is_empty())
-        {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let number = value.parse::<f64>().ok().filter(|v| v.is_finite());
-            let ok = match key {
-                "lab" => value == "phi4",
-                "L" => match value.parse::<usize>() {
-                    Ok(l) if (4..=16).contains(&l) && l % 2 == 0 => {
-                        s.size = l;
-                        true
-                    }
-                    _ => false,
-                },
-                "m2" => match number {
-                    Some(v) if (-8.0..=4.0).contains(&v) => {
-                        s.m2 = v;
-                        true
-                    }
-                    _ => false,
-                },
-                "lambda" => match number {
-                    Some(v) if (0.0..=20.0).contains(&v) => {
-                        s.lambda = v;
-                        true
-                    }
-                    _ => false,
-                },
-                "flow" => match value {
-                    "coupling" | "radial" => {
-                        s.flow = if value == "coupling" {
-                            "coupling"
-                        } else {
-                            "radial"
-                        };
-                        true
-                    }
-                    _ => false,
-                },
-                "family" => match FAMILIES.iter().find(|f| f.name() == value) {
-                    Some(&f) => {
-                        s.family = f;
-                        true
-                    }
-                    None => false,
-                },
-                "z2" => match value {
-                    "0" | "1" => {
-                        s.z2 = value == "1";
-                        true
-                    }
-                    _ => false,
-                },
-                "lr" => match number {
-                    Some(v) if (1e-5..=0.1).contains(&v) => {
-                        s.learning_rate = v;
-                        true
-                    }
-                    _ => false,
-                },
-                "batch" => match value.parse::<usize>() {
-                    Ok(b) if (8..=1024).contains(&b) => {
-                        s.batch = b;
-                        true
-                    }
-                    _ => false,
-                },
-                "seed" => value.parse::<u64>().map(|v| s.seed = v).is_ok(),
-                _ => false,
-            };
-            if !ok {
-                ignored.push(pair.to_string());
+        let ignored = apply_query(query, |key, value| match key {
+            "lab" => value == "phi4",
+            "L" => {
+                value.parse::<usize>().is_ok_and(|l| l % 2 == 0)
+                    && parse_in(&mut s.size, value, 4..=16)
             }
-        }
+            "m2" => parse_in(&mut s.m2, value, -8.0..=4.0),
+            "lambda" => parse_in(&mut s.lambda, value, 0.0..=20.0),
+            "flow" => FLOWS
+                .iter()
+                .find(|f| **f == value)
+                .map(|f| s.flow = f)
+                .is_some(),
+            "family" => FAMILIES
+                .iter()
+                .find(|f| f.name() == value)
+                .map(|&f| s.family = f)
+                .is_some(),
+            "z2" => set_if(&mut s.z2, value == "1", value == "0" || value == "1"),
+            "lr" => parse_in(&mut s.learning_rate, value, 1e-5..=0.1),
+            "batch" => parse_in(&mut s.batch, value, 8..=1024),
+            "seed" => parse_in(&mut s.seed, value, 0..=u64::MAX),
+            _ => false,
+        });
         (s, ignored)
     }
 

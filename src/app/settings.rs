@@ -116,55 +116,59 @@ impl Settings {
     /// their defaults and are named in the returned list.
     pub fn from_query(query: &str) -> (Self, Vec<String>) {
         let mut s = Self::default();
-        let mut ignored = Vec::new();
-        for pair in query
-            .trim_start_matches('?')
-            .split('&')
-            .filter(|p| !p.is_empty())
-        {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let ok = match key {
-                "target" => set_if(
-                    &mut s.target,
-                    value.to_string(),
-                    target_names().any(|n| n == value),
-                ),
-                "flow" => match FlowKind::parse(value) {
-                    Ok(kind) if FLOW_KINDS.contains(&kind) => {
-                        s.flow = kind;
-                        true
-                    }
-                    _ => false,
-                },
-                "family" => set_if(&mut s.family, value.to_string(), FAMILIES.contains(&value)),
-                "stack" => parse_in(&mut s.stack, value, 1..=256),
-                "layers" => parse_in(&mut s.layers, value, 1..=16),
-                "width" => parse_in(&mut s.width, value, 4..=256),
-                "batch" => parse_in(&mut s.batch, value, 16..=8192),
-                "spf" => parse_in(&mut s.steps_per_frame, value, 1..=64),
-                "seed" => parse_in(&mut s.seed, value, 0..=u64::MAX),
-                "kl" => match value {
-                    "reverse" | "forward" => {
-                        s.reverse_kl = value == "reverse";
-                        true
-                    }
-                    _ => false,
-                },
-                "lr" => match value.parse::<f64>() {
-                    Ok(v) if (1e-5..=1.0).contains(&v) => {
-                        s.learning_rate = v;
-                        true
-                    }
-                    _ => false,
-                },
+        let ignored = apply_query(query, |key, value| match key {
+            "target" => set_if(
+                &mut s.target,
+                value.to_string(),
+                target_names().any(|n| n == value),
+            ),
+            "flow" => match FlowKind::parse(value) {
+                Ok(kind) if FLOW_KINDS.contains(&kind) => {
+                    s.flow = kind;
+                    true
+                }
                 _ => false,
-            };
-            if !ok {
-                ignored.push(pair.to_string());
-            }
-        }
+            },
+            "family" => set_if(&mut s.family, value.to_string(), FAMILIES.contains(&value)),
+            "stack" => parse_in(&mut s.stack, value, 1..=256),
+            "layers" => parse_in(&mut s.layers, value, 1..=16),
+            "width" => parse_in(&mut s.width, value, 4..=256),
+            "batch" => parse_in(&mut s.batch, value, 16..=8192),
+            "spf" => parse_in(&mut s.steps_per_frame, value, 1..=64),
+            "seed" => parse_in(&mut s.seed, value, 0..=u64::MAX),
+            "kl" => match value {
+                "reverse" | "forward" => {
+                    s.reverse_kl = value == "reverse";
+                    true
+                }
+                _ => false,
+            },
+            "lr" => match value.parse::<f64>() {
+                Ok(v) if (1e-5..=1.0).contains(&v) => {
+                    s.learning_rate = v;
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        });
         (s, ignored)
     }
+}
+
+/// Hands each `key=value` entry of a URL query to `apply`, which uses it and
+/// says whether it was valid; returns the entries that were not.
+pub fn apply_query(query: &str, mut apply: impl FnMut(&str, &str) -> bool) -> Vec<String> {
+    query
+        .trim_start_matches('?')
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .filter(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            !apply(key, value)
+        })
+        .map(str::to_string)
+        .collect()
 }
 
 /// A preset that opens straight into a good lesson.
@@ -225,14 +229,16 @@ pub fn loss_for(target: &Target, reverse_kl: bool) -> Loss {
     }
 }
 
-fn set_if<T>(slot: &mut T, value: T, valid: bool) -> bool {
+/// Stores `value` when `valid`; says whether it was.
+pub fn set_if<T>(slot: &mut T, value: T, valid: bool) -> bool {
     if valid {
         *slot = value;
     }
     valid
 }
 
-fn parse_in<T: std::str::FromStr + PartialOrd>(
+/// Stores `value` parsed when it lies in `range`; says whether it did.
+pub fn parse_in<T: std::str::FromStr + PartialOrd>(
     slot: &mut T,
     value: &str,
     range: std::ops::RangeInclusive<T>,
