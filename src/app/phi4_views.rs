@@ -1,6 +1,7 @@
 //! The phi^4 lab's pictures: a field configuration as a heat map, the
 //! magnetization histogram, and metric curves of several runs in one plot.
 
+use super::views::{small_plot, y_labels};
 use eframe::egui::{self, Color32, Pos2, Rect, Sense, Shape, Stroke, Vec2};
 
 /// Field values beyond this are drawn at full colour.
@@ -149,18 +150,9 @@ pub fn lines_ui(
     range: Option<(f64, f64)>,
     size: Vec2,
 ) -> egui::Response {
-    let (response, painter) = ui.allocate_painter(size, Sense::hover());
+    let (response, painter, inner) = small_plot(ui, title, size);
     let rect = response.rect;
-    painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
-    let text = ui.visuals().text_color();
     let font = egui::FontId::proportional(11.0);
-    painter.text(
-        rect.left_top() + Vec2::new(4.0, 2.0),
-        egui::Align2::LEFT_TOP,
-        title,
-        font.clone(),
-        text,
-    );
     let finite = |v: &f64| v.is_finite();
     let values = || {
         series
@@ -186,10 +178,6 @@ pub fn lines_ui(
         return response;
     }
     let span = (hi - lo).max(1e-6);
-    let inner = Rect::from_min_max(
-        rect.min + Vec2::new(36.0, 18.0),
-        rect.max - Vec2::new(6.0, 6.0),
-    );
     for (k, (colour, points)) in series.iter().enumerate() {
         // long series are thinned to about one point per pixel
         let stride = (points.len() / inner.width().max(1.0) as usize).max(1);
@@ -217,17 +205,6 @@ pub fn lines_ui(
             );
         }
     }
-    for (v, y, align) in [
-        (hi, inner.top(), egui::Align2::LEFT_TOP),
-        (lo, inner.bottom(), egui::Align2::LEFT_BOTTOM),
-    ] {
-        painter.text(
-            Pos2::new(rect.left() + 3.0, y),
-            align,
-            format!("{v:.2}"),
-            font.clone(),
-            text,
-        );
-    }
+    y_labels(ui, &painter, inner, lo, hi);
     response
 }

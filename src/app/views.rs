@@ -365,6 +365,46 @@ pub fn loss_ui(
     response
 }
 
+/// A small plot's canvas: its background and `title` at the top left; returns
+/// the painter and the plotting area inside (room for the y labels at the left).
+pub fn small_plot(
+    ui: &mut egui::Ui,
+    title: &str,
+    size: Vec2,
+) -> (egui::Response, egui::Painter, Rect) {
+    let (response, painter) = ui.allocate_painter(size, Sense::hover());
+    let rect = response.rect;
+    painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
+    painter.text(
+        rect.left_top() + Vec2::new(4.0, 2.0),
+        egui::Align2::LEFT_TOP,
+        title,
+        egui::FontId::proportional(11.0),
+        ui.visuals().text_color(),
+    );
+    let inner = Rect::from_min_max(
+        rect.min + Vec2::new(36.0, 18.0),
+        rect.max - Vec2::new(6.0, 6.0),
+    );
+    (response, painter, inner)
+}
+
+/// The y range of a [`small_plot`]: `hi` at the top of `inner`, `lo` at its bottom.
+pub fn y_labels(ui: &egui::Ui, painter: &egui::Painter, inner: Rect, lo: f64, hi: f64) {
+    for (v, y, align) in [
+        (hi, inner.top(), egui::Align2::LEFT_TOP),
+        (lo, inner.bottom(), egui::Align2::LEFT_BOTTOM),
+    ] {
+        painter.text(
+            Pos2::new(inner.left() - 33.0, y),
+            align,
+            format!("{v:.2}"),
+            egui::FontId::proportional(11.0),
+            ui.visuals().text_color(),
+        );
+    }
+}
+
 /// A small plot of one metric over the steps, with its latest value.
 pub fn series_ui(
     ui: &mut egui::Ui,
@@ -372,21 +412,10 @@ pub fn series_ui(
     points: &[(usize, f64)],
     size: Vec2,
 ) -> egui::Response {
-    let (response, painter) = ui.allocate_painter(size, Sense::hover());
-    let rect = response.rect;
-    painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
-    let text_colour = ui.visuals().text_color();
-    let font = egui::FontId::proportional(11.0);
     let latest = points
         .last()
         .map_or("-".to_string(), |(_, v)| format!("{v:.3}"));
-    painter.text(
-        rect.left_top() + Vec2::new(4.0, 2.0),
-        egui::Align2::LEFT_TOP,
-        format!("{title}: {latest}"),
-        font.clone(),
-        text_colour,
-    );
+    let (response, painter, inner) = small_plot(ui, &format!("{title}: {latest}"), size);
     if points.len() < 2 {
         return response;
     }
@@ -397,10 +426,6 @@ pub fn series_ui(
         });
     let span = (hi - lo).max(1e-6);
     let last_step = points.last().map_or(1, |p| p.0).max(1) as f64;
-    let inner = Rect::from_min_max(
-        rect.min + Vec2::new(36.0, 18.0),
-        rect.max - Vec2::new(6.0, 6.0),
-    );
     let line: Vec<Pos2> = points
         .iter()
         .map(|&(step, v)| {
@@ -414,17 +439,6 @@ pub fn series_ui(
         line,
         Stroke::new(1.5, Color32::from_rgb(255, 150, 60)),
     ));
-    for (v, y, align) in [
-        (hi, inner.top(), egui::Align2::LEFT_TOP),
-        (lo, inner.bottom(), egui::Align2::LEFT_BOTTOM),
-    ] {
-        painter.text(
-            Pos2::new(rect.left() + 3.0, y),
-            align,
-            format!("{v:.2}"),
-            font.clone(),
-            text_colour,
-        );
-    }
+    y_labels(ui, &painter, inner, lo, hi);
     response
 }
