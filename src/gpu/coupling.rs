@@ -66,6 +66,20 @@ fn matmul(dims: [usize; 3], flags: u32, a: Operand, b: Operand, c: Operand, rh: 
     }
 }
 
+/// `sum.wgsl`'s operation: the `n` loss terms at `loss` into the batch loss,
+/// checking the `n_grad` gradient entries.
+pub(super) fn sum_op_words(n: usize, loss: usize, n_grad: usize) -> Vec<u32> {
+    vec![n as u32, loss as u32, n_grad as u32, 0]
+}
+
+fn sum_op(n: usize, loss: usize, n_grad: usize) -> Op {
+    Op {
+        kernel: Kernel::Sum,
+        words: sum_op_words(n, loss, n_grad),
+        groups: [1, 1],
+    }
+}
+
 /// What a list of operations computes.
 #[derive(Clone, Copy, PartialEq)]
 enum Purpose {
@@ -321,11 +335,7 @@ impl Planner<'_> {
             ops.push(self.couple_op(Kernel::CoupleBack, l, s, z_from_x));
             self.mlp_backward(l, s, &mut ops);
         }
-        let mut sum = self.loss_op(0);
-        sum.kernel = Kernel::Sum;
-        sum.words[14] = spec.n_params() as u32; // gradient entries to check
-        sum.groups = [1, 1];
-        ops.push(sum);
+        ops.push(sum_op(self.lay.n, self.lay.loss, spec.n_params()));
         ops
     }
 }
@@ -433,13 +443,17 @@ impl GpuCouplingTrainer {
                 .replace("{D}", &spec.dim.to_string())
                 .replace("{NOUT}", &max_out(&spec).to_string())
         );
-        let matmul_source = include_str!("shaders/matmul.wgsl");
+        let matmul_source = format!(
+            "{}\n{}",
+            super::GELU_WGSL,
+            include_str!("shaders/matmul.wgsl")
+        );
         let pipelines = Pipelines {
-            matmul: ctx.pipeline_at("coupling matmul", matmul_source, "matmul_main"),
+            matmul: ctx.pipeline_at("coupling matmul", &matmul_source, "matmul_main"),
             couple: ctx.pipeline_at("coupling stacks", &source, "couple_main"),
             couple_back: ctx.pipeline_at("coupling stacks backward", &source, "couple_back_main"),
             loss: ctx.pipeline_at("coupling loss", &source, "loss_main"),
-            sum: ctx.pipeline_at("coupling sum", &source, "sum_main"),
+            sum: ctx.pipeline_at("coupling sum", super::SUM_WGSL, "sum_main"),
         };
         let batch = settings.batch;
         let loss = settings.loss;

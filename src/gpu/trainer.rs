@@ -2,17 +2,18 @@
 //! kernels by the model's kind here.
 
 use super::optimizer::{self, FlowKernels};
-use super::{GpuContext, GpuCouplingTrainer, GpuRadialTrainer};
+use super::{GpuContext, GpuCouplingTrainer, GpuLatticeTrainer, GpuRadialTrainer};
 use crate::flow::FlowModel;
 use crate::target::Target;
 #[cfg(not(target_arch = "wasm32"))]
 use crate::train::Trainer;
 use crate::train::{TrainError, TrainSettings};
 
-/// A radial or coupling flow's training state on the GPU.
+/// A radial, coupling or lattice flow's training state on the GPU.
 pub enum GpuTrainer {
     Radial(Box<GpuRadialTrainer>),
     Coupling(Box<GpuCouplingTrainer>),
+    Lattice(Box<GpuLatticeTrainer>),
 }
 
 impl GpuTrainer {
@@ -29,8 +30,11 @@ impl GpuTrainer {
             FlowModel::Coupling(_) => Ok(Self::Coupling(Box::new(GpuCouplingTrainer::new(
                 ctx, model, target, settings,
             )?))),
-            FlowModel::Elementwise(_) | FlowModel::Lattice(_) => Err(
-                "the GPU trains radial and coupling flows; use --backend cpu for element-wise and lattice flows"
+            FlowModel::Lattice(_) => Ok(Self::Lattice(Box::new(GpuLatticeTrainer::new(
+                ctx, model, target, settings,
+            )?))),
+            FlowModel::Elementwise(_) => Err(
+                "the GPU trains radial, coupling and lattice flows; use --backend cpu for element-wise flows"
                     .into(),
             ),
         }
@@ -41,6 +45,7 @@ impl GpuTrainer {
         match self {
             Self::Radial(t) => t.as_ref(),
             Self::Coupling(t) => t.as_ref(),
+            Self::Lattice(t) => t.as_ref(),
         }
     }
 
@@ -48,6 +53,7 @@ impl GpuTrainer {
         match self {
             Self::Radial(t) => t.as_mut(),
             Self::Coupling(t) => t.as_mut(),
+            Self::Lattice(t) => t.as_mut(),
         }
     }
 
@@ -72,6 +78,7 @@ impl GpuTrainer {
         match self {
             Self::Radial(t) => t.loss_and_grad_async(points).await,
             Self::Coupling(t) => t.loss_and_grad_async(points).await,
+            Self::Lattice(t) => t.loss_and_grad_async(points).await,
         }
     }
 
@@ -80,6 +87,7 @@ impl GpuTrainer {
         match self {
             Self::Radial(t) => t.log_q_async(points).await,
             Self::Coupling(t) => t.log_q_async(points).await,
+            Self::Lattice(t) => t.log_q_async(points).await,
         }
     }
 
@@ -88,6 +96,7 @@ impl GpuTrainer {
         match self {
             Self::Radial(t) => t.x_from_z_async(latent).await,
             Self::Coupling(t) => t.x_from_z_async(latent).await,
+            Self::Lattice(t) => t.x_from_z_async(latent).await,
         }
     }
 
@@ -104,6 +113,7 @@ impl GpuTrainer {
         match self {
             Self::Radial(t) => t.encode_log_q(encoder, points, log_q, n),
             Self::Coupling(t) => t.encode_log_q(encoder, points, log_q, n),
+            Self::Lattice(_) => Err("a lattice flow has no 2D picture".into()),
         }
     }
 
@@ -119,6 +129,7 @@ impl GpuTrainer {
         match self {
             Self::Radial(t) => t.encode_x_from_z(encoder, latent, pushed, n),
             Self::Coupling(t) => t.encode_x_from_z(encoder, latent, pushed, n),
+            Self::Lattice(_) => Err("a lattice flow has no 2D picture".into()),
         }
     }
 
@@ -150,6 +161,7 @@ impl GpuTrainer {
         match self {
             Self::Radial(_) => 3,
             Self::Coupling(t) => t.dispatches_per_step(),
+            Self::Lattice(t) => t.dispatches_per_step(),
         }
     }
 

@@ -44,26 +44,28 @@ pub fn cpu_forward_kl(flow: &dyn Flow<f64>, points: &[f64]) -> (f64, Vec<f64>) {
     (loss, grad)
 }
 
-/// Reverse KL against a 2D energy: mean(log N(z) - log det - log p~(x)) at
+/// Reverse KL against an energy: mean(log N(z) - log det - log p~(x)) at
 /// latent `z` and its gradient, on the CPU in float64.
 pub fn cpu_reverse_kl(flow: &dyn Flow<f64>, target: &Target, z: &[f64]) -> (f64, Vec<f64>) {
-    let n = z.len() / 2;
+    let d = flow.dim();
+    let n = z.len() / d;
     let inv_n = 1.0 / n as f64;
     let mut x = vec![0.0; z.len()];
     let mut ld = vec![0.0; n];
     let mut grad = vec![0.0; flow.n_params()];
     let adjoint = |_: usize, xi: &[f64], _: f64, bar: &mut [f64]| {
         let (_, g) = target.log_density_grad(xi).unwrap();
-        bar[0] = -g[0] * inv_n;
-        bar[1] = -g[1] * inv_n;
+        for (b, gj) in bar.iter_mut().zip(&g) {
+            *b = -gj * inv_n;
+        }
         -inv_n
     };
     flow.x_from_z_grad(z, &adjoint, &mut x, &mut ld, &mut grad);
     let loss = (0..n)
         .map(|i| {
-            log_normal(&z[2 * i..2 * i + 2])
+            log_normal(&z[d * i..d * (i + 1)])
                 - ld[i]
-                - target.log_density_grad(&x[2 * i..2 * i + 2]).unwrap().0
+                - target.log_density_grad(&x[d * i..d * (i + 1)]).unwrap().0
         })
         .sum::<f64>()
         * inv_n;

@@ -41,20 +41,7 @@ struct MatOp {
 var<workgroup> tile_a: array<array<f32, 16>, 16>;
 var<workgroup> tile_b: array<array<f32, 16>, 16>;
 
-const GELU_K: f32 = 0.7978845608028654; // sqrt(2 / pi)
-
-fn gelu_gate(x: f32) -> f32 {
-    return sigmoid(2.0 * GELU_K * (x + 0.044715 * x * x * x));
-}
-
-fn gelu(x: f32) -> f32 {
-    return x * gelu_gate(x);
-}
-
-fn gelu_prime(x: f32) -> f32 {
-    let s = gelu_gate(x);
-    return s + x * s * (1.0 - s) * 2.0 * GELU_K * (1.0 + 3.0 * 0.044715 * x * x);
-}
+// gelu, gelu_prime: gelu.wgsl, prepended
 
 fn a_at(i: u32, k: u32) -> f32 {
     if (i >= op.m || k >= op.k) {
