@@ -511,3 +511,51 @@ fn the_phi4_lab_trains_and_compares_lattice_flows() {
     h.run_steps(2);
     assert!(h.state().session().is_some());
 }
+
+/// With a GPU (lavapipe here) the lab's runs train there: steps come back
+/// from the GPU tasks, the measurements from GPU samples; unticking "train on
+/// the GPU" and Reset move the next run to the CPU.
+#[test]
+fn the_phi4_lab_trains_on_the_gpu_when_there_is_one() {
+    let mut h = gpu_harness(small("rings", FlowKind::Radial));
+    h.run_steps(2);
+    h.state_mut()
+        .open_lab(Some(flowplay::app::phi4_lab::LabSettings {
+            size: 4,
+            batch: 16,
+            ..Default::default()
+        }));
+    h.run_steps(2);
+    let run = &h.state().lab().expect("the lab opened").runs[0];
+    assert!(run.on_gpu(), "device: {}", run.device);
+    assert!(run.device.starts_with("GPU"), "{}", run.device);
+    h.get_by_label("Play").click();
+    for _ in 0..150 {
+        h.run_steps(1);
+        if h.state().lab().unwrap().runs[0].ess.len() >= 3 {
+            break;
+        }
+    }
+    // paused, the last task's losses come home: one per step
+    h.get_by_label("Pause").click();
+    h.run_steps(2);
+    let run = &h.state().lab().unwrap().runs[0];
+    assert!(run.steps() >= 40, "only {} steps", run.steps());
+    assert_eq!(run.losses.len(), run.steps());
+    assert!(run.ess.len() >= 3 && run.stopped.is_none());
+    assert_eq!(run.fields.len(), 4);
+    assert!(run.fields.iter().all(|f| f.len() == 16));
+    let first = run.losses[0].1;
+    let last = run.losses.last().unwrap().1;
+    assert!(last < first, "loss {first} -> {last}");
+    screenshot(&mut h, "app-phi4-lab-gpu");
+    h.get_by_label("train on the GPU").click();
+    h.get_by_label("Reset").click();
+    h.run_steps(2);
+    let run = &h.state().lab().unwrap().runs[0];
+    assert!(
+        !run.on_gpu() && run.device.starts_with("CPU"),
+        "{}",
+        run.device
+    );
+}

@@ -5,6 +5,7 @@
 pub mod drawing;
 pub mod explorer;
 pub mod files;
+mod lab_trainer;
 pub mod model_io;
 pub mod phi4_lab;
 pub mod phi4_views;
@@ -363,12 +364,21 @@ impl Playground {
         {
             session.status = Status::Paused;
         }
+        let gpu = self.found_gpu();
         match (settings, &mut self.lab) {
-            (Some(s), _) => self.lab = Some(phi4_lab::Phi4Lab::new(s)),
-            (None, None) => self.lab = Some(phi4_lab::Phi4Lab::new(Default::default())),
+            (Some(s), _) => self.lab = Some(phi4_lab::Phi4Lab::new(s, gpu)),
+            (None, None) => self.lab = Some(phi4_lab::Phi4Lab::new(Default::default(), gpu)),
             (None, Some(_)) => {}
         }
         self.lab_open = true;
+    }
+
+    /// The GPU found, if any (the lab has its own "train on the GPU" choice).
+    fn found_gpu(&self) -> Option<GpuContext> {
+        match &*self.gpu.borrow() {
+            GpuStatus::Ready(ctx) => Some(ctx.clone()),
+            _ => None,
+        }
     }
 
     /// The lab's share of the app.
@@ -382,6 +392,11 @@ impl Playground {
             self.lab_open = false;
             return;
         };
+        let gpu = match &*self.gpu.borrow() {
+            GpuStatus::Ready(ctx) => Some(ctx.clone()),
+            _ => None,
+        };
+        lab.adopt_gpu(gpu);
         lab.train_for(TRAIN_BUDGET);
         if lab.running {
             ui.ctx().request_repaint();

@@ -5,21 +5,25 @@
 //! coupling flow, an analytic-family one and a Z2-equivariant one side by
 //! side on the same couplings, so mode collapse and its cure are seen.
 //!
-//! The lattice flows train on the CPU here (the GPU has no lattice kernels yet).
+//! Runs train on the GPU where the page has one (the lattice kernels of
+//! `crate::gpu::lattice`, asynchronously: [`super::lab_trainer`]) and on the
+//! CPU otherwise; either way the measurements are made on the CPU from 256
+//! flow samples.
 
+use super::lab_trainer::{LabTrainer, stop_reason};
 use super::phi4_views::{field_ui, histogram_ui, lines_ui};
 use super::settings::{apply_query, parse_in, set_if};
 use crate::bijection::Family;
-use crate::flow::FlowModel;
-use crate::mcmc::flow_estimates::{FlowEstimates, estimate_with_flow};
+use crate::gpu::GpuContext;
+use crate::mcmc::flow_estimates::{FlowEstimates, estimate_from_samples, flow_samples};
 use crate::mcmc::hmc::HmcSettings;
 use crate::mcmc::phi4_run::{Phi4Reference, reference};
 use crate::rng::Rng;
 use crate::target::Target;
 use crate::target::phi4::{Couplings, Phi4};
 use crate::train::phi4::Design;
-use crate::train::run::{Precision, RunConfig, cpu_trainer};
-use crate::train::{Loss, TrainError, TrainSettings, Trainer};
+use crate::train::run::{Precision, RunConfig};
+use crate::train::{Loss, TrainSettings};
 use eframe::egui::{self, Color32, Vec2};
 use web_time::{Duration, Instant};
 
@@ -27,8 +31,10 @@ use web_time::{Duration, Instant};
 const MEASURE_SAMPLES: usize = 256;
 /// Training steps between measurements of a run.
 const MEASURE_EVERY: usize = 20;
-/// Field configurations shown per run.
+/// Field configurations shown per run (the first of the measured samples).
 const FIELDS: usize = 4;
+/// The most training steps one GPU task takes (its losses come back together).
+const MAX_GPU_STEPS: usize = 32;
 /// HMC trajectories of the reference on an 8 x 8 lattice; larger lattices get
 /// fewer (the two-point function costs V^2 a trajectory), so a reset at L = 16
 /// stays near a second in the browser.
@@ -167,7 +173,11 @@ pub struct LabRun {
     /// the design, e.g. "coupling sinh Z2"
     pub label: String,
     colour: Color32,
-    trainer: Box<dyn Trainer>,
+    trainer: LabTrainer,
+    /// where it trains, e.g. "GPU (WebGPU, f32)" or "CPU (2 threads, f32)"
+    pub device: String,
+    /// steps the next GPU task takes (sized to the frame budget)
+    gpu_steps: usize,
     /// (step, value) series: the batch loss every step, the rest every
     /// [`MEASURE_EVERY`] steps
     pub losses: Vec<(usize, f64)>,
@@ -198,6 +208,17 @@ impl LabRun {
         let n = self.losses.len();
         (n > 0).then(|| self.train_time.as_secs_f64() * 1e3 / n as f64)
     }
+
+    /// Whether it trains on the GPU.
+    pub fn on_gpu(&self) -> bool {
+        self.trainer.on_gpu()
+    }
+
+    /// Sets Adam's step size for the following steps.
+    fn set_learning_rate(&mut self, lr: f64) {
+        self.learning_rate = lr;
+        self.trainer.set_learning_rate(lr);
+    }
 }
 
 /// The lab: its settings, the runs training side by side, and the reference.
@@ -214,12 +235,17 @@ pub struct Phi4Lab {
     pub running: bool,
     /// why the last reset failed
     pub message: Option<String>,
+    /// the page's GPU, if it has one (set by the page before each frame)
+    pub gpu: Option<GpuContext>,
+    /// whether new runs train on the GPU when there is one
+    pub prefer_gpu: bool,
     rng: Rng,
 }
 
 impl Phi4Lab {
-    /// The lab for `settings`: one run, paused at step 0, and its HMC reference.
-    pub fn new(settings: LabSettings) -> Self {
+    /// The lab for `settings`: one run, paused at step 0, and its HMC
+    /// reference; runs train on `gpu` where given.
+    pub fn new(settings: LabSettings, gpu: Option<GpuContext>) -> Self {
         let mut lab = Self {
             settings,
             model: None,
@@ -227,6 +253,8 @@ impl Phi4Lab {
             reference: None,
             running: false,
             message: None,
+            gpu,
+            prefer_gpu: true,
             rng: Rng::seeded(7),
         };
         lab.reset();
@@ -318,10 +346,19 @@ impl Phi4Lab {
             precision: Precision::F32,
             eval_samples: MEASURE_SAMPLES,
         };
+        // the Z2 radial flow's fixed centre is the CPU trainer's alone
+        let fixed_centre = design.flow.z2 && design.flow.kind == crate::flow::FlowKind::Radial;
+        let gpu = self
+            .gpu
+            .as_ref()
+            .filter(|_| self.prefer_gpu && !fixed_centre);
+        let (trainer, device) = LabTrainer::new(&config, gpu)?;
         Ok(LabRun {
             label: design.label(),
             colour,
-            trainer: cpu_trainer(&config)?,
+            trainer,
+            device,
+            gpu_steps: 1,
             losses: Vec::new(),
             ess: Vec::new(),
             acceptance: Vec::new(),
@@ -336,8 +373,12 @@ impl Phi4Lab {
     }
 
     /// Trains every run in turn for about `budget` (each at least one step),
-    /// measuring each every [`MEASURE_EVERY`] steps.
+    /// measuring each every [`MEASURE_EVERY`] steps. GPU runs take in what
+    /// their last task returned and start the next one.
     pub fn train_for(&mut self, budget: Duration) {
+        for k in 0..self.runs.len() {
+            self.gpu_frame(k, budget);
+        }
         if !self.running {
             return;
         }
@@ -350,52 +391,109 @@ impl Phi4Lab {
                     continue;
                 }
                 any = true;
+                let LabTrainer::Cpu(trainer) = &mut run.trainer else {
+                    continue;
+                };
                 let began = Instant::now();
-                let result = run.trainer.step();
+                let result = trainer.step();
                 run.train_time += began.elapsed();
                 match result {
                     Ok(loss) => {
-                        let step = run.trainer.steps_done();
+                        let step = trainer.steps_done();
                         run.losses.push((step, loss));
                         if step.is_multiple_of(MEASURE_EVERY) {
                             self.measure(k);
                         }
                     }
-                    Err(e) => {
-                        run.stopped = Some(match e {
-                            TrainError::NonFinite { step } => format!(
-                                "diverged at step {step} (NaN); the last good state is kept"
-                            ),
-                            other => other.to_string(),
-                        });
-                    }
+                    Err(e) => run.stopped = Some(stop_reason(e)),
                 }
             }
             if !any {
                 self.running = false;
                 break;
             }
-            if start.elapsed() >= budget {
+            let cpu_runs = self.runs.iter().any(|r| !r.on_gpu() && r.stopped.is_none());
+            if !cpu_runs || start.elapsed() >= budget {
                 break;
             }
         }
     }
 
-    /// Measures run `k`: its samples' ESS/N, acceptance, M > 0 fraction,
-    /// corrected observables and a few configurations.
+    /// One frame of GPU run `k`: records what its last task returned, then
+    /// hands it the next steps (as many as fit `budget` at the measured
+    /// pace) and, when a measurement is due, the latent fields to sample.
+    fn gpu_frame(&mut self, k: usize, budget: Duration) {
+        let run = &mut self.runs[k];
+        if !run.on_gpu() || run.trainer.busy() {
+            return;
+        }
+        if let Some(back) = run.trainer.collect() {
+            let took = back.losses.len();
+            run.losses.extend(back.losses);
+            run.train_time += Duration::from_secs_f64(back.seconds);
+            if took > 0 {
+                let per_step = back.seconds / took as f64;
+                let fit = (budget.as_secs_f64() / per_step.max(1e-6)) as usize;
+                run.gpu_steps = fit.clamp(1, MAX_GPU_STEPS);
+            }
+            if let Some(e) = back.error {
+                run.stopped = Some(e);
+            }
+            if let Some(samples) = back.samples {
+                self.record(k, samples.step, &samples.fields, &samples.log_q);
+            }
+        }
+        let Some(model) = self.model else { return };
+        let running = self.running;
+        let run = &mut self.runs[k];
+        let done = run.trainer.steps_done();
+        let steps = if running && run.stopped.is_none() {
+            run.gpu_steps
+        } else {
+            0
+        };
+        // measured when a multiple of MEASURE_EVERY is passed (or never yet)
+        let due = match run.measured_at {
+            None => true,
+            Some(at) => (done + steps) / MEASURE_EVERY > at / MEASURE_EVERY,
+        };
+        if steps == 0 && !due {
+            return;
+        }
+        let latent = due.then(|| {
+            run.measured_at = Some(done + steps);
+            (0..MEASURE_SAMPLES * model.volume())
+                .map(|_| self.rng.normal() as f32)
+                .collect()
+        });
+        self.runs[k].trainer.launch(steps, latent);
+    }
+
+    /// Measures CPU run `k` now: its samples' ESS/N, acceptance, M > 0
+    /// fraction, corrected observables and a few configurations (GPU runs
+    /// are measured from the samples their tasks draw).
     fn measure(&mut self, k: usize) {
-        let Some(model) = self.model else {
+        let run = &mut self.runs[k];
+        let LabTrainer::Cpu(trainer) = &run.trainer else {
             return;
         };
-        let run = &mut self.runs[k];
-        let step = run.trainer.steps_done();
+        let step = trainer.steps_done();
         if run.measured_at == Some(step) {
             return;
         }
         run.measured_at = Some(step);
-        let flow_model: FlowModel<f64> = run.trainer.model();
-        let flow = flow_model.as_flow();
-        match estimate_with_flow(flow, &model, MEASURE_SAMPLES, &mut self.rng) {
+        let model = trainer.model();
+        let (fields, log_q) = flow_samples(model.as_flow(), MEASURE_SAMPLES, &mut self.rng);
+        self.record(k, step, &fields, &log_q);
+    }
+
+    /// Run `k`'s measurement at `step` from flow samples (fields n x V, log q).
+    fn record(&mut self, k: usize, step: usize, fields: &[f64], log_q: &[f64]) {
+        let Some(model) = self.model else {
+            return;
+        };
+        let run = &mut self.runs[k];
+        match estimate_from_samples(&model, fields, log_q, &mut self.rng) {
             Ok(e) => {
                 run.ess.push((step, e.ess));
                 run.acceptance.push((step, e.acceptance));
@@ -404,12 +502,24 @@ impl Phi4Lab {
             }
             Err(e) => run.stopped = Some(e),
         }
-        let v = model.volume();
-        let z: Vec<f64> = (0..FIELDS * v).map(|_| self.rng.normal()).collect();
-        let mut x = vec![0.0; FIELDS * v];
-        let mut ld = vec![0.0; FIELDS];
-        flow.x_from_z(&z, &mut x, &mut ld);
-        run.fields = x.chunks(v).map(<[f64]>::to_vec).collect();
+        run.fields = fields
+            .chunks(model.volume())
+            .take(FIELDS)
+            .map(<[f64]>::to_vec)
+            .collect();
+    }
+
+    /// Takes the page's GPU as it is now: one found after the lab opened (a
+    /// browser answers late) takes over runs that have not started; a lost
+    /// one is dropped, so the next Reset trains on the CPU.
+    pub fn adopt_gpu(&mut self, gpu: Option<GpuContext>) {
+        let gpu = gpu.filter(|g| g.lost().is_none());
+        let found = gpu.is_some() && self.gpu.is_none();
+        self.gpu = gpu;
+        let unstarted = self.runs.iter().all(|r| r.steps() == 0 && !r.on_gpu());
+        if found && self.prefer_gpu && !self.running && unstarted {
+            self.reset();
+        }
     }
 
     /// Plays or pauses (a run that stopped stays stopped).
@@ -421,9 +531,8 @@ impl Phi4Lab {
     fn resume(&mut self, k: usize) {
         let run = &mut self.runs[k];
         run.stopped = None;
-        run.learning_rate *= 0.5;
-        let lr = run.learning_rate;
-        run.trainer.set_learning_rate(lr);
+        let lr = run.learning_rate * 0.5;
+        run.set_learning_rate(lr);
         run.label = format!(
             "{} (lr {lr:.0e})",
             run.label.split(" (lr").next().unwrap_or("")
@@ -507,8 +616,7 @@ impl Phi4Lab {
         if lr_changed {
             let lr = s.learning_rate;
             for run in &mut self.runs {
-                run.learning_rate = lr;
-                run.trainer.set_learning_rate(lr);
+                run.set_learning_rate(lr);
             }
         }
         ui.separator();
@@ -550,15 +658,16 @@ impl Phi4Lab {
             self.resume(k);
         }
         ui.separator();
-        ui.label(format!(
-            "Training on the CPU ({} thread{}).",
-            crate::train::default_threads(),
-            if crate::train::default_threads() == 1 {
-                ""
-            } else {
-                "s"
-            }
-        ));
+        let has_gpu = self.gpu.as_ref().is_some_and(|g| g.lost().is_none());
+        if has_gpu {
+            ui.checkbox(&mut self.prefer_gpu, "train on the GPU")
+                .on_hover_text("Applied by Reset and Compare.");
+        }
+        let mut devices: Vec<&str> = self.runs.iter().map(|r| r.device.as_str()).collect();
+        devices.dedup();
+        for device in devices {
+            ui.label(format!("Training on: {device}"));
+        }
     }
 
     /// The central panel: each run's fields and numbers, and the histogram.

@@ -137,7 +137,7 @@ fn make_backend(
 }
 
 /// Runs `task` to completion: natively now, in a browser on its event loop.
-fn spawn(task: impl std::future::Future<Output = ()> + 'static) {
+pub(super) fn spawn(task: impl std::future::Future<Output = ()> + 'static) {
     #[cfg(target_arch = "wasm32")]
     wasm_bindgen_futures::spawn_local(task);
     #[cfg(not(target_arch = "wasm32"))]

@@ -1,6 +1,7 @@
 //! `flowplay bench`: throughput of the reference recipes, for comparing releases.
 
 use super::Args;
+use crate::bijection::Family;
 use crate::flow::{Flow, FlowConfig, FlowKind, FlowModel};
 use crate::real::Real;
 use crate::rng::Rng;
@@ -11,11 +12,15 @@ use serde_json::{Value, json};
 use std::time::Instant;
 
 pub const HELP: &str = "\
-flowplay bench [--seconds 2] [--batch 512,8192] [--backend all|cpu|gpu] [--threads N] [--grid 512] [--json]
+flowplay bench [--seconds 2] [--batch 512,8192] [--backend all|cpu|gpu] [--threads N] [--grid 512]
+               [--only TEXT] [--json]
 
 Prints training steps per second for the reference recipes (direct radial and
 angle-dependent radial flows on the spiral, 64 x cubic; coupling flow 8 x 128 on
-moons) at each batch size, and density evaluations per second on a grid.
+moons) at each batch size, the phi^4 lab's lattice flows (batches of 64 and 256
+fields at L = 8, 64 Z2 fields at L = 16), and density evaluations per second on
+a grid (the 2D flows). --only keeps the recipes whose name contains TEXT
+(e.g. --only lattice).
 Each figure runs for about --seconds after two warm-up steps (and at least one
 grid). The dispatches column counts the GPU compute dispatches of one training step. The
 GPU column is n/a where no adapter was found.";
@@ -25,6 +30,9 @@ struct Recipe {
     name: &'static str,
     target: &'static str,
     flow: FlowConfig,
+    /// batch sizes of its own instead of --batch (the lattice flow's batch is
+    /// of fields, each V points)
+    batches: Option<&'static [usize]>,
 }
 
 fn recipes() -> Vec<Recipe> {
@@ -34,21 +42,44 @@ fn recipes() -> Vec<Recipe> {
     let mut fourier = FlowConfig::defaults(FlowKind::RadialFourier);
     fourier.center = Some(vec![-0.5, -1.0]);
     fourier.log_scale = Some(vec![0.0, 0.0]);
+    // the phi^4 lab's designs (crate::train::phi4::Design)
+    let lattice = crate::train::phi4::Design::new("coupling", Family::Sinh, false)
+        .map(|d| d.flow)
+        .unwrap_or_else(|e| unreachable!("a fixed design: {e}"));
+    let lattice_z2 = FlowConfig {
+        z2: true,
+        ..lattice.clone()
+    };
     vec![
         Recipe {
             name: "radial, spiral, 64 x cubic",
             target: "spiral",
             flow: radial,
+            batches: None,
         },
         Recipe {
             name: "radial-fourier, spiral, 64 x cubic",
             target: "spiral",
             flow: fourier,
+            batches: None,
         },
         Recipe {
             name: "coupling 8 x 128, moons, cubic",
             target: "moons",
             flow: FlowConfig::defaults(FlowKind::Coupling),
+            batches: None,
+        },
+        Recipe {
+            name: "lattice 8 x 8ch, phi4 L=8, sinh",
+            target: "phi4:L=8,m2=-4,lambda=8",
+            flow: lattice,
+            batches: Some(&[64, 256]),
+        },
+        Recipe {
+            name: "lattice 8 x 8ch Z2, phi4 L=16, sinh",
+            target: "phi4:L=16,m2=-4,lambda=8",
+            flow: lattice_z2,
+            batches: Some(&[64]),
         },
     ]
 }
@@ -56,7 +87,7 @@ fn recipes() -> Vec<Recipe> {
 pub fn run(argv: &[String]) -> Result<(), String> {
     let args = Args::parse(
         argv,
-        &["seconds", "batch", "backend", "threads", "grid"],
+        &["seconds", "batch", "backend", "threads", "grid", "only"],
         &["json"],
     )?;
     let seconds: f64 = args.get("seconds", 2.0)?;
@@ -78,6 +109,14 @@ pub fn run(argv: &[String]) -> Result<(), String> {
         "all" => &["cpu", "gpu"],
         other => return Err(format!("--backend must be cpu, gpu or all, got '{other}'")),
     };
+    let only = args.str("only").unwrap_or("");
+    let recipes: Vec<Recipe> = recipes()
+        .into_iter()
+        .filter(|r| r.name.contains(only))
+        .collect();
+    if recipes.is_empty() {
+        return Err(format!("no recipe's name contains '{only}'"));
+    }
     let json_out = args.flag("json");
     let mut rows = Vec::new();
     let mut gpu_note = None;
@@ -88,12 +127,12 @@ pub fn run(argv: &[String]) -> Result<(), String> {
             "training recipe", "batch", "cpu steps/s", "gpu steps/s", "dispatches"
         );
     }
-    for recipe in recipes() {
-        for &batch in &batches {
+    for recipe in &recipes {
+        for &batch in recipe.batches.unwrap_or(&batches) {
             let mut rates = Vec::new();
             let mut gpu_dispatches = 0;
             for &backend in backends {
-                let rate = match train_rate(&recipe, batch, backend, threads, seconds) {
+                let rate = match train_rate(recipe, batch, backend, threads, seconds) {
                     Ok(r) => Some(r),
                     Err(e) if backend == "gpu" => {
                         gpu_note.get_or_insert(e);
@@ -145,7 +184,7 @@ pub fn run(argv: &[String]) -> Result<(), String> {
             "density on a grid (evals/s)", "grid", "cpu", "gpu"
         );
     }
-    for recipe in recipes() {
+    for recipe in recipes.iter().filter(|r| r.flow.kind != FlowKind::Lattice) {
         let model: FlowModel<f64> = recipe.flow.build(2, &mut rng)?;
         let mut cells = Vec::new();
         for &backend in backends {

@@ -11,7 +11,7 @@ use crate::mcmc::phi4_run::{Phi4Observables, Phi4Reference, reference};
 use crate::model_file::model_to_json;
 use crate::target::phi4::{Couplings, Phi4};
 use crate::train::phi4::{Design, Phi4FlowRun, comparison_designs, flow_run};
-use crate::train::run::Precision;
+use crate::train::run::{Backend, Precision};
 use crate::train::{Loss, TrainSettings, default_threads};
 use serde_json::{Value, json};
 use std::time::Instant;
@@ -21,7 +21,7 @@ flowplay phi4 [train] --lattice 8 (--m2 -4 --lambda 8 | --kappa K --lambda-h L)
               [--flow coupling|radial|elementwise] [--family cubic_rational] [--z2]
               [--stack K] [--layers 8] [--width 8] [--depth 1]
               [--steps 1000] [--batch 256] [--lr 3e-3] [--seed 0] [--precision f32|f64]
-              [--samples 20000] [--trajectories 10000] [--out run.json] [--quiet]
+              [--backend cpu|gpu] [--samples 20000] [--trajectories 10000] [--out run.json] [--quiet]
 
 Trains a flow on the phi^4 field by reverse KL (from the action alone, no
 samples), then draws --samples configurations and corrects them two ways:
@@ -38,16 +38,20 @@ moves the whole field along rays from a centre; 'elementwise' is one stack on
 every site. --z2 makes coupling and radial flows Z2-equivariant (odd site maps
 with an even/odd conditioner; the radial centre fixed at 0), so the flow's
 density is symmetric under phi -> -phi and cannot collapse onto one sign.
+--backend gpu trains coupling flows with WGSL kernels through wgpu (float32;
+not the Z2 radial flow); measuring the samples stays on the CPU.
 
 flowplay phi4 compare [--lattice 8] [--m2 -4 --lambda 8] [--broken-m2 -4 --broken-lambda 2]
                       [--steps 1000] [--batch 256] [--lr 3e-3] [--samples 20000] [--seed 0]
-                      [--out compare.json]
+                      [--backend cpu|gpu] [--out compare.json]
 
 Trains, with the same budget, an affine coupling flow, a coupling flow of each
 analytic family and the Z2-equivariant designs (coupling with cubic_rational
 and with sinh, radial with cubic) at a symmetric and a broken point, and prints
 one Markdown table (ESS/N, acceptance, reverse KL, fraction M > 0, <M>/V and
 <|M|>/V from IMH, and <|M|>/V from HMC). --out keeps every run's full report.
+With --backend gpu the coupling flows train on the GPU, the Z2 radial flow
+still on the CPU.
 
 flowplay phi4 hmc --lattice 8 (--m2 -4 --lambda 8 | --kappa K --lambda-h L)
                   [--trajectories 10000] [--thermalize 1000] [--leapfrog 10]
@@ -169,6 +173,7 @@ const TRAIN_OPTIONS: &[&str] = &[
     "lr",
     "seed",
     "precision",
+    "backend",
     "threads",
     "samples",
     "trajectories",
@@ -275,7 +280,7 @@ fn hmc_reference(
     reference(model, &settings, |_, _| {}).map(Some)
 }
 
-fn train_settings(args: &Args) -> Result<(TrainSettings, Precision), String> {
+fn train_settings(args: &Args) -> Result<(TrainSettings, Precision, Backend), String> {
     let precision = match args.str("precision").unwrap_or("f32") {
         "f32" => Precision::F32,
         "f64" => Precision::F64,
@@ -288,7 +293,8 @@ fn train_settings(args: &Args) -> Result<(TrainSettings, Precision), String> {
         loss: Loss::ReverseKl,
         threads: args.get("threads", default_threads())?.max(1),
     };
-    Ok((settings, precision))
+    let backend = Backend::parse(args.str("backend").unwrap_or("cpu"))?;
+    Ok((settings, precision, backend))
 }
 
 fn train(argv: &[String]) -> Result<(), String> {
@@ -305,7 +311,7 @@ fn train(argv: &[String]) -> Result<(), String> {
     f.layers = args.get("layers", f.layers)?;
     f.width = args.get("width", f.width)?;
     f.depth = args.get("depth", f.depth)?;
-    let (settings, precision) = train_settings(&args)?;
+    let (settings, precision, backend) = train_settings(&args)?;
     let steps = args.get("steps", 1000)?;
     let samples = args.get("samples", 20_000)?;
     let seed = settings.seed;
@@ -317,6 +323,7 @@ fn train(argv: &[String]) -> Result<(), String> {
         steps,
         settings,
         precision,
+        backend,
         samples,
         &mut progress,
     )?;
@@ -386,6 +393,7 @@ fn compare(argv: &[String]) -> Result<(), String> {
             "lr",
             "seed",
             "precision",
+            "backend",
             "threads",
             "samples",
             "trajectories",
@@ -410,7 +418,7 @@ fn compare(argv: &[String]) -> Result<(), String> {
             },
         ),
     ];
-    let (settings, precision) = train_settings(&args)?;
+    let (settings, precision, backend) = train_settings(&args)?;
     let steps = args.get("steps", 1000)?;
     let samples = args.get("samples", 20_000)?;
     let trajectories = args.get("trajectories", 10_000)?.max(2);
@@ -425,12 +433,15 @@ fn compare(argv: &[String]) -> Result<(), String> {
         for design in comparison_designs() {
             let label = format!("{phase} {}", design.label());
             let mut progress = progress_printer(label, steps, quiet);
+            // the Z2 radial flow's fixed centre is the CPU trainer's alone
+            let fixed_centre = design.flow.kind == FlowKind::Radial && design.flow.z2;
             let run = flow_run(
                 &model,
                 &design,
                 steps,
                 settings.clone(),
                 precision,
+                if fixed_centre { Backend::Cpu } else { backend },
                 samples,
                 &mut progress,
             )?;

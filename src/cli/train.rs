@@ -3,8 +3,7 @@
 use super::{Args, parse_target};
 use crate::bijection::{Family, SplineShape};
 use crate::flow::{FlowConfig, FlowKind};
-use crate::train::Trainer;
-use crate::train::run::{Precision, RunConfig, cpu_trainer, report, train_with};
+use crate::train::run::{Backend, Precision, RunConfig, report, train_with, trainer};
 use crate::train::{Loss, TrainSettings, default_threads};
 use std::io::Write;
 use std::time::Instant;
@@ -117,11 +116,6 @@ pub fn config_from_args(args: &Args) -> Result<RunConfig, String> {
             ));
         }
     };
-    match args.str("backend").unwrap_or("cpu") {
-        "cpu" => {}
-        "gpu" => {}
-        other => return Err(format!("--backend must be cpu or gpu, got '{other}'")),
-    }
     let precision = match args.str("precision").unwrap_or("f32") {
         "f32" => Precision::F32,
         "f64" => Precision::F64,
@@ -156,6 +150,7 @@ fn parse_vector(text: &str, dim: usize, option: &str) -> Result<Vec<f64>, String
 pub fn run(argv: &[String]) -> Result<(), String> {
     let args = Args::parse(argv, OPTIONS, &["quiet"])?;
     let config = config_from_args(&args)?;
+    let backend = Backend::parse(args.str("backend").unwrap_or("cpu"))?;
     let quiet = args.flag("quiet");
     let out_path = args.str("out");
     let total = config.steps;
@@ -171,11 +166,7 @@ pub fn run(argv: &[String]) -> Result<(), String> {
             );
         }
     };
-    let trainer = match args.str("backend").unwrap_or("cpu") {
-        "gpu" => gpu_trainer(&config)?,
-        _ => cpu_trainer(&config)?,
-    };
-    let outcome = train_with(&config, trainer, &mut progress)?;
+    let outcome = train_with(&config, trainer(&config, backend)?, &mut progress)?;
     let r = report(&config, &outcome);
     let metric = match (r.get("test_nll"), r.get("reverse_kl")) {
         (Some(v), _) if !v.is_null() => {
@@ -220,19 +211,4 @@ pub fn run(argv: &[String]) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// The GPU trainer of a run (radial and coupling flows).
-#[cfg(feature = "gpu")]
-pub fn gpu_trainer(config: &RunConfig) -> Result<Box<dyn Trainer>, String> {
-    let model = crate::train::run::initial_model(config)?;
-    let ctx = crate::gpu::GpuContext::new_blocking()?;
-    let trainer =
-        crate::gpu::GpuTrainer::new(ctx, model, config.target.clone(), config.settings.clone())?;
-    Ok(Box::new(trainer))
-}
-
-#[cfg(not(feature = "gpu"))]
-pub fn gpu_trainer(_config: &RunConfig) -> Result<Box<dyn Trainer>, String> {
-    Err("this build has no GPU backend (built without the 'gpu' feature); use --backend cpu".into())
 }

@@ -24,6 +24,7 @@ const MAX_GROUPS: usize = 65_535;
 #[derive(Clone, Copy, PartialEq)]
 enum Kernel {
     Mask,
+    Gelu,
     ConvForward,
     ConvInputGrad,
     ConvWeightGrad,
@@ -50,7 +51,6 @@ fn grid(items: usize, per: usize) -> [u32; 2] {
 }
 
 // conv.wgsl flags
-const GELU_X: u32 = 1;
 const RESIDUAL_GELU_PRIME: u32 = 2;
 const FORWARD_ADD_R: u32 = 8;
 
@@ -75,6 +75,8 @@ struct Layout {
     ld: usize,
     input: usize,
     hidden: usize,
+    /// gelu of hidden states 0 .. depth - 1
+    acts: usize,
     out: usize,
     out_bar: usize,
     h_bar: [usize; 2],
@@ -94,7 +96,8 @@ impl Layout {
         let ld = (spec.layers + 1) * n * v;
         let input = ld + n * v;
         let hidden = input + rows;
-        let out = hidden + (spec.depth + 1) * rows * w;
+        let acts = hidden + (spec.depth + 1) * rows * w;
+        let out = acts + spec.depth * rows * w;
         let out_bar = out + rows * p;
         let h_bar = [out_bar + rows * p, out_bar + rows * p + rows * w];
         let in_bar = h_bar[1] + rows * w;
@@ -108,6 +111,7 @@ impl Layout {
             ld,
             input,
             hidden,
+            acts,
             out,
             out_bar,
             h_bar,
@@ -126,6 +130,10 @@ impl Layout {
 
     fn hidden(&self, spec: &LatticeSpec, k: usize) -> usize {
         self.hidden + k * self.rows * spec.width
+    }
+
+    fn act(&self, spec: &LatticeSpec, k: usize) -> usize {
+        self.acts + k * self.rows * spec.width
     }
 }
 
@@ -171,7 +179,7 @@ impl Planner<'_> {
         ];
         let groups = match kernel {
             Kernel::ConvForward => grid(rows * c.c_out, 64),
-            Kernel::ConvInputGrad => grid(rows * c.c_in, 64),
+            Kernel::ConvInputGrad | Kernel::Gelu => grid(rows * c.c_in, 64),
             _ => grid((9 * c.c_in + 1) * c.c_out, 1),
         };
         Op {
@@ -204,13 +212,23 @@ impl Planner<'_> {
         ));
         for k in 1..=depth {
             let prev = lay.hidden(spec, k - 1);
+            let act = lay.act(spec, k - 1);
+            ops.push(self.conv(
+                Kernel::Gelu,
+                ConvOp {
+                    c_in: w,
+                    x: prev,
+                    y: act,
+                    ..ConvOp::default()
+                },
+            ));
             ops.push(self.conv(
                 Kernel::ConvForward,
                 ConvOp {
                     c_in: w,
                     c_out: w,
-                    flags: GELU_X | FORWARD_ADD_R,
-                    x: prev,
+                    flags: FORWARD_ADD_R,
+                    x: act,
                     y: lay.hidden(spec, k),
                     kernel: self.kernel_at(l, k),
                     r: prev,
@@ -261,8 +279,8 @@ impl Planner<'_> {
                 ConvOp {
                     c_in: w,
                     c_out: w,
-                    flags: GELU_X | RESIDUAL_GELU_PRIME,
-                    x: prev,
+                    flags: RESIDUAL_GELU_PRIME,
+                    x: lay.act(spec, k - 1),
                     y: lay.h_bar[cur],
                     kernel: self.kernel_at(l, k),
                     r: lay.h_bar[cur],
@@ -374,6 +392,7 @@ impl Planner<'_> {
 /// The compiled kernels of one lattice flow.
 struct Pipelines {
     mask: wgpu::ComputePipeline,
+    gelu: wgpu::ComputePipeline,
     conv_forward: wgpu::ComputePipeline,
     conv_input_grad: wgpu::ComputePipeline,
     conv_weight_grad: wgpu::ComputePipeline,
@@ -388,6 +407,7 @@ impl Pipelines {
     fn of(&self, kernel: Kernel) -> &wgpu::ComputePipeline {
         match kernel {
             Kernel::Mask => &self.mask,
+            Kernel::Gelu => &self.gelu,
             Kernel::ConvForward => &self.conv_forward,
             Kernel::ConvInputGrad => &self.conv_input_grad,
             Kernel::ConvWeightGrad => &self.conv_weight_grad,
@@ -568,6 +588,7 @@ impl GpuLatticeTrainer {
         );
         let pipelines = Pipelines {
             mask: ctx.pipeline_at("lattice mask", &site, "mask_main"),
+            gelu: ctx.pipeline_at("lattice gelu", &conv, "gelu_main"),
             conv_forward: ctx.pipeline_at("lattice conv", &conv, "conv_forward_main"),
             conv_input_grad: ctx.pipeline_at(
                 "lattice conv input grad",

@@ -52,11 +52,16 @@ pub fn estimate_with_flow(
             flow.dim()
         ));
     }
-    if n < 2 {
-        return Err("at least 2 flow samples are needed".into());
-    }
-    let mut raw = Measurements::new(v, n);
-    let mut log_w = Vec::with_capacity(n);
+    let (fields, log_q) = flow_samples(flow, n, rng);
+    estimate_from_samples(model, &fields, &log_q, rng)
+}
+
+/// `n` samples of `flow` (x_from_z of standard normals): the fields, n x
+/// dim, and their `log q`.
+pub fn flow_samples(flow: &dyn Flow<f64>, n: usize, rng: &mut Rng) -> (Vec<f64>, Vec<f64>) {
+    let v = flow.dim();
+    let mut fields = Vec::with_capacity(n * v);
+    let mut log_q = Vec::with_capacity(n);
     let mut done = 0;
     while done < n {
         let m = CHUNK.min(n - done);
@@ -64,15 +69,39 @@ pub fn estimate_with_flow(
         let mut x = vec![0.0; m * v];
         let mut ld = vec![0.0; m];
         flow.x_from_z(&z, &mut x, &mut ld);
-        for i in 0..m {
-            let phi = &x[i * v..(i + 1) * v];
-            let log_q = log_normal(&z[i * v..(i + 1) * v]) - ld[i];
-            let lw = -model.action(phi) - log_q;
-            // a sample the flow sent to infinity has no weight
-            log_w.push(if lw.is_nan() { f64::NEG_INFINITY } else { lw });
-            raw.record(model, phi);
-        }
+        fields.extend_from_slice(&x);
+        log_q.extend((0..m).map(|i| log_normal(&z[i * v..(i + 1) * v]) - ld[i]));
         done += m;
+    }
+    (fields, log_q)
+}
+
+/// Measures flow samples drawn elsewhere (the GPU's): `fields` (n x V) with
+/// their `log q` (n >= 2); `rng` draws the IMH chain's acceptances.
+pub fn estimate_from_samples(
+    model: &Phi4,
+    fields: &[f64],
+    log_q: &[f64],
+    rng: &mut Rng,
+) -> Result<FlowEstimates, String> {
+    let v = model.volume();
+    let n = log_q.len();
+    if fields.len() != n * v {
+        return Err(format!(
+            "{} field values for {n} samples of {v} sites",
+            fields.len()
+        ));
+    }
+    if n < 2 {
+        return Err("at least 2 flow samples are needed".into());
+    }
+    let mut raw = Measurements::new(v, n);
+    let mut log_w = Vec::with_capacity(n);
+    for (phi, lq) in fields.chunks(v).zip(log_q) {
+        let lw = -model.action(phi) - lq;
+        // a sample the flow sent to infinity has no weight
+        log_w.push(if lw.is_nan() { f64::NEG_INFINITY } else { lw });
+        raw.record(model, phi);
     }
     let finite = log_w.iter().filter(|l| l.is_finite()).count();
     if finite == 0 {

@@ -3,7 +3,7 @@
 //! then the flow's samples measured and corrected ([`crate::mcmc::flow_estimates`]).
 
 use super::TrainSettings;
-use super::run::{Precision, RunConfig, RunOutcome, cpu_trainer, train_with};
+use super::run::{Backend, Precision, RunConfig, RunOutcome, train_with, trainer};
 use crate::bijection::Family;
 use crate::flow::{FlowConfig, FlowKind};
 use crate::mcmc::flow_estimates::{FlowEstimates, estimate_with_flow};
@@ -74,13 +74,16 @@ pub struct Phi4FlowRun {
     pub estimates: FlowEstimates,
 }
 
-/// Trains `design` on `model` and measures it with `samples` flow samples.
+/// Trains `design` on `model` on `backend` and measures it with `samples`
+/// flow samples (on the CPU, in float64).
+#[allow(clippy::too_many_arguments)] // one run's full description, as the CLI gives it
 pub fn flow_run(
     model: &Phi4,
     design: &Design,
     steps: usize,
     settings: TrainSettings,
     precision: Precision,
+    backend: Backend,
     samples: usize,
     progress: &mut dyn FnMut(usize, f64),
 ) -> Result<Phi4FlowRun, String> {
@@ -92,7 +95,7 @@ pub fn flow_run(
         precision,
         eval_samples: samples,
     };
-    let outcome = train_with(&config, cpu_trainer(&config)?, progress)?;
+    let outcome = train_with(&config, trainer(&config, backend)?, progress)?;
     let mut rng = Rng::seeded(config.settings.seed.wrapping_add(0x0e57_1a7e));
     let estimates = estimate_with_flow(outcome.model.as_flow(), model, samples, &mut rng)?;
     Ok(Phi4FlowRun { outcome, estimates })

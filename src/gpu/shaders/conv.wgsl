@@ -5,7 +5,8 @@
 // sit in `params` as conv.rs lays them out: rows (tap, input channel), taps
 // (dy, dx) row-major over {-1, 0, 1}^2, then the bias.
 //
-//   forward       out = bias + K * act(x) (+ R)
+//   activation    act = gelu(h), once per residual block
+//   forward       out = bias + K * x (+ R)
 //   input grad    x_bar = K^T-gather(y_bar), or R + x_bar * gelu'(H) (the
 //                 residual block's backward)
 //   weight grad   grad(K, bias) = sum over rows, one workgroup per entry
@@ -18,8 +19,7 @@ struct ConvOp {
     size: u32,     // L
     c_in: u32,
     c_out: u32,
-    // bit 0: gelu on x; bit 1: the input grad stores R + x_bar * gelu'(H);
-    // bit 3: the forward adds R
+    // bit 1: the input grad stores R + x_bar * gelu'(H); bit 3: the forward adds R
     flags: u32,
     x: u32,        // the layer's input (rows x c_in), in work
     y: u32,        // its output (forward) or output adjoint (backward), rows x c_out
@@ -49,17 +49,25 @@ fn tap_row(r: u32, t: u32, sign: i32) -> u32 {
 }
 
 fn x_at(row: u32, c: u32) -> f32 {
-    let v = work[op.x + row * op.c_in + c];
-    if ((op.flags & 1u) != 0u) {
-        return gelu(v);
-    }
-    return v;
+    return work[op.x + row * op.c_in + c];
 }
 
 // A flat thread index over a 2D grid of 64-thread workgroups (the grid may
 // exceed 65535 workgroups in x).
 fn flat(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
     return gid.x + gid.y * groups.x * 64u;
+}
+
+// gelu of the rows x c_in values at x, into y.
+@compute @workgroup_size(64)
+fn gelu_main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let e = flat(gid, groups);
+    if (e < op.rows * op.c_in) {
+        work[op.y + e] = gelu(work[op.x + e]);
+    }
 }
 
 @compute @workgroup_size(64)
