@@ -1,6 +1,7 @@
 //! The browser check of the GPU kernels: the same WGSL runs under WebGPU in
 //! headless Chromium (SwiftShader), and one training step of a radial and a
-//! coupling flow matches the CPU path. Browsers compile WGSL with their own
+//! coupling flow matches the CPU path, as does a lattice flow's gradient on
+//! the phi^4 field. Browsers compile WGSL with their own
 //! compiler (Tint), which rejects some code naga accepts; this catches it.
 //!
 //! Run by `scripts/test.sh` with wasm-bindgen-test-runner and chromedriver
@@ -129,4 +130,55 @@ async fn webgpu_training_step_matches_the_cpu() {
         }
         assert!(compared > 0, "{label}: no parameter compared");
     }
+}
+
+/// The phi^4 lab's kernels under the browser's WGSL compiler: a Z2 lattice
+/// coupling flow's reverse-KL loss and every gradient entry, and its pushed
+/// fields and log q, against the float64 CPU reference.
+#[wasm_bindgen_test]
+async fn webgpu_lattice_flow_matches_the_cpu() {
+    use flowplay::flow::{LatticeFlow, LatticeSpec};
+    use flowplay::target::phi4::{Couplings, Phi4};
+    let mut rng = Rng::seeded(4);
+    let spec = LatticeSpec {
+        size: 4,
+        layers: 2,
+        width: 6,
+        depth: 1,
+        stack: Stack::uniform(Family::Sinh, 1),
+        z2: true,
+    };
+    let mut flow = LatticeFlow::<f64>::init(spec, &mut rng).expect("valid lattice flow");
+    for v in flow.params_mut() {
+        *v += 0.05 * rng.normal();
+    }
+    let model = rounded_to_f32(FlowModel::Lattice(flow));
+    let phi4 = Phi4::new(
+        4,
+        Couplings {
+            m2: -4.0,
+            lambda: 2.0,
+        },
+    )
+    .expect("valid couplings");
+    let target = Target::Phi4(phi4);
+    let batch = 6;
+    let settings = TrainSettings {
+        batch,
+        learning_rate: 1e-3,
+        seed: 5,
+        loss: Loss::ReverseKl,
+        threads: 1,
+    };
+    let mut gpu = GpuTrainer::new(context().await, model.clone(), target.clone(), settings)
+        .expect("GPU trainer");
+    let z: Vec<f32> = (0..batch * 16).map(|_| rng.normal() as f32).collect();
+    let z64: Vec<f64> = z.iter().map(|&v| v as f64).collect();
+    let (loss_gpu, grad_gpu) = gpu.loss_and_grad_async(&z).await.expect("GPU gradient");
+    let (loss_cpu, grad_cpu) = gpu_common::cpu_reverse_kl(model.as_flow(), &target, &z64);
+    assert_matches_cpu("lattice Z2", loss_gpu, &grad_gpu, loss_cpu, &grad_cpu);
+    let pushed = gpu.x_from_z_async(&z).await.expect("x_from_z");
+    let fields: Vec<f32> = pushed.chunks(17).flat_map(|p| p[..16].to_vec()).collect();
+    let log_q = gpu.log_q_async(&fields).await.expect("log q");
+    assert_display_matches_cpu("lattice Z2", model.as_flow(), &z, &pushed, &fields, &log_q);
 }

@@ -442,6 +442,7 @@ impl Playground {
             if let Some(ms) = run.ms_per_step() {
                 title += &format!(" | {ms:.1} ms a step");
             }
+            title += if run.on_gpu() { " | GPU" } else { " | CPU" };
         }
         if title != self.title {
             set_page_title(&title);

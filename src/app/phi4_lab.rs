@@ -237,8 +237,12 @@ pub struct Phi4Lab {
     pub message: Option<String>,
     /// the page's GPU, if it has one (set by the page before each frame)
     pub gpu: Option<GpuContext>,
-    /// whether new runs train on the GPU when there is one
+    /// whether new runs train on the GPU when there is one (not at first on a
+    /// software adapter: emulated, the lattice kernels run far slower than
+    /// the CPU trainer, 7 s against 45 ms a step in headless Chromium)
     pub prefer_gpu: bool,
+    /// the designs of the runs (to start them again on a GPU found late)
+    designs: Vec<Design>,
     rng: Rng,
 }
 
@@ -246,6 +250,7 @@ impl Phi4Lab {
     /// The lab for `settings`: one run, paused at step 0, and its HMC
     /// reference; runs train on `gpu` where given.
     pub fn new(settings: LabSettings, gpu: Option<GpuContext>) -> Self {
+        let prefer_gpu = gpu.as_ref().is_none_or(|g| !g.software);
         let mut lab = Self {
             settings,
             model: None,
@@ -254,7 +259,8 @@ impl Phi4Lab {
             running: false,
             message: None,
             gpu,
-            prefer_gpu: true,
+            prefer_gpu,
+            designs: Vec::new(),
             rng: Rng::seeded(7),
         };
         lab.reset();
@@ -303,10 +309,11 @@ impl Phi4Lab {
                 .enumerate()
                 .map(|(k, d)| self.new_run(&model, d, COLOURS[k % COLOURS.len()]))
                 .collect::<Result<Vec<_>, String>>()?;
-            Ok((model, runs))
+            Ok((model, runs, designs))
         });
         match built {
-            Ok((model, runs)) => {
+            Ok((model, runs, designs)) => {
+                self.designs = designs;
                 let same_theory = self
                     .model
                     .is_some_and(|m| m.size == model.size && m.couplings == model.couplings)
@@ -510,15 +517,24 @@ impl Phi4Lab {
     }
 
     /// Takes the page's GPU as it is now: one found after the lab opened (a
-    /// browser answers late) takes over runs that have not started; a lost
+    /// browser answers late, often after a link's lab has started) starts
+    /// the runs again there if they are still in their first steps; a lost
     /// one is dropped, so the next Reset trains on the CPU.
     pub fn adopt_gpu(&mut self, gpu: Option<GpuContext>) {
         let gpu = gpu.filter(|g| g.lost().is_none());
         let found = gpu.is_some() && self.gpu.is_none();
+        if found {
+            self.prefer_gpu = gpu.as_ref().is_some_and(|g| !g.software);
+        }
         self.gpu = gpu;
-        let unstarted = self.runs.iter().all(|r| r.steps() == 0 && !r.on_gpu());
-        if found && self.prefer_gpu && !self.running && unstarted {
-            self.reset();
+        let early = self
+            .runs
+            .iter()
+            .all(|r| r.steps() < MEASURE_EVERY && !r.on_gpu());
+        if found && self.prefer_gpu && early && !self.designs.is_empty() {
+            let running = self.running;
+            self.start(Ok(self.designs.clone()));
+            self.running = running && self.message.is_none();
         }
     }
 
@@ -658,10 +674,14 @@ impl Phi4Lab {
             self.resume(k);
         }
         ui.separator();
-        let has_gpu = self.gpu.as_ref().is_some_and(|g| g.lost().is_none());
-        if has_gpu {
+        if let Some(gpu) = self.gpu.as_ref().filter(|g| g.lost().is_none()) {
             ui.checkbox(&mut self.prefer_gpu, "train on the GPU")
                 .on_hover_text("Applied by Reset and Compare.");
+            if gpu.software {
+                ui.label(
+                    "This GPU is emulated in software: the CPU trains the lattice flows faster.",
+                );
+            }
         }
         let mut devices: Vec<&str> = self.runs.iter().map(|r| r.device.as_str()).collect();
         devices.dedup();

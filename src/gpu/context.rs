@@ -30,6 +30,10 @@ fn adapter_label(info: &wgpu::AdapterInfo) -> String {
 pub struct GpuContext {
     pub adapter_name: String,
     pub backend: String,
+    /// Whether the adapter is a software rasterizer on the CPU (lavapipe,
+    /// SwiftShader, a browser's fallback adapter): it runs the kernels, but
+    /// often slower than the CPU trainers.
+    pub software: bool,
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     /// The first error the device reported (validation, out of memory, lost
@@ -89,6 +93,7 @@ impl GpuContext {
         Ok(Self {
             adapter_name: adapter_label(&info),
             backend: format!("{:?}", info.backend),
+            software: info.device_type == wgpu::DeviceType::Cpu,
             device,
             queue,
             error,
