@@ -413,7 +413,8 @@ fn bench_prints_cpu_and_gpu_columns() {
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).expect("JSON output");
     let training = v["training"].as_array().unwrap();
-    assert_eq!(training.len(), 6, "{out}");
+    // 3 planar and 2 lattice recipes, each on both backends
+    assert_eq!(training.len(), 10, "{out}");
     for row in training {
         assert!(row["steps_per_second"].as_f64().unwrap() > 0.0, "{row}");
         if row["backend"] == "gpu" {
@@ -421,6 +422,72 @@ fn bench_prints_cpu_and_gpu_columns() {
         }
     }
     assert_eq!(v["density_grid"].as_array().unwrap().len(), 6, "{out}");
+}
+
+/// Lattice flows train on the GPU from the command line (`phi4` and `train`),
+/// and a misspelt backend is refused.
+#[cfg(feature = "gpu")]
+#[test]
+fn lattice_flows_train_on_the_gpu_backend() {
+    let out = temp("phi4-gpu.json", "");
+    let (code, _, err) = run(&[
+        "phi4",
+        "--lattice",
+        "4",
+        "--m2",
+        "-4",
+        "--lambda",
+        "8",
+        "--family",
+        "sinh",
+        "--layers",
+        "2",
+        "--steps",
+        "20",
+        "--batch",
+        "16",
+        "--samples",
+        "200",
+        "--trajectories",
+        "0",
+        "--backend",
+        "gpu",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert!(
+        report["backend"].as_str().unwrap_or("").starts_with("GPU"),
+        "{}",
+        report["backend"]
+    );
+    assert_eq!(report["steps"], 20);
+    assert!(report["ess"].as_f64().is_some_and(|e| e > 0.0));
+    let (code, stdout, err) = run(&[
+        "train",
+        "--target",
+        "phi4:L=4",
+        "--flow",
+        "lattice",
+        "--layers",
+        "2",
+        "--width",
+        "4",
+        "--steps",
+        "5",
+        "--batch",
+        "8",
+        "--backend",
+        "gpu",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.contains("GPU"), "{stdout}");
+    let (code, _, err) = run(&["phi4", "--lattice", "4", "--backend", "tpu"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--backend must be cpu or gpu"), "{err}");
 }
 
 #[test]

@@ -17,9 +17,9 @@ flowplay bench [--seconds 2] [--batch 512,8192] [--backend all|cpu|gpu] [--threa
 
 Prints training steps per second for the reference recipes (direct radial and
 angle-dependent radial flows on the spiral, 64 x cubic; coupling flow 8 x 128 on
-moons) at each batch size, the phi^4 lab's lattice flows (batches of 64 and 256
-fields at L = 8, 64 Z2 fields at L = 16), and density evaluations per second on
-a grid (the 2D flows). --only keeps the recipes whose name contains TEXT
+moons) at each batch size, the phi^4 lab's lattice flows (unless --batch is
+given, batches of 64 and 256 fields at L = 8 and 64 Z2 fields at L = 16), and
+density evaluations per second on a grid (the 2D flows). --only keeps the recipes whose name contains TEXT
 (e.g. --only lattice).
 Each figure runs for about --seconds after two warm-up steps (and at least one
 grid). The dispatches column counts the GPU compute dispatches of one training step. The
@@ -30,8 +30,8 @@ struct Recipe {
     name: &'static str,
     target: &'static str,
     flow: FlowConfig,
-    /// batch sizes of its own instead of --batch (the lattice flow's batch is
-    /// of fields, each V points)
+    /// its own batch sizes where --batch is not given (the lattice flow's
+    /// batch is of fields, each V points)
     batches: Option<&'static [usize]>,
 }
 
@@ -128,7 +128,8 @@ pub fn run(argv: &[String]) -> Result<(), String> {
         );
     }
     for recipe in &recipes {
-        for &batch in recipe.batches.unwrap_or(&batches) {
+        let own = recipe.batches.filter(|_| args.str("batch").is_none());
+        for &batch in own.unwrap_or(&batches) {
             let mut rates = Vec::new();
             let mut gpu_dispatches = 0;
             for &backend in backends {
@@ -178,7 +179,8 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     }
     let mut rng = Rng::seeded(1);
     let mut grid_rows = Vec::new();
-    if !json_out {
+    let planar = recipes.iter().any(|r| r.flow.kind != FlowKind::Lattice);
+    if !json_out && planar {
         println!(
             "{:<40} {:>7} {:>12} {:>12}",
             "density on a grid (evals/s)", "grid", "cpu", "gpu"
