@@ -5,10 +5,10 @@
 //! coupling flow, an analytic-family one and a Z2-equivariant one side by
 //! side on the same couplings, so mode collapse and its cure are seen.
 //!
-//! Runs train on the GPU where the page has one (the lattice kernels of
-//! `crate::gpu::lattice`, asynchronously: [`super::lab_trainer`]) and on the
-//! CPU otherwise; either way the measurements are made on the CPU from 256
-//! flow samples.
+//! Runs train on the GPU where the page has a hardware one (the lattice
+//! kernels of `crate::gpu::lattice`, asynchronously: [`super::lab_trainer`];
+//! a software adapter is offered, not chosen) and on the CPU otherwise;
+//! either way the measurements are made on the CPU from 256 flow samples.
 
 use super::lab_trainer::{LabTrainer, stop_reason};
 use super::phi4_views::{field_ui, histogram_ui, lines_ui};
