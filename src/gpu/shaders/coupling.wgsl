@@ -38,30 +38,6 @@ fn load_raw(i: u32, a: u32) {
     }
 }
 
-// The stack in the layer's direction, recording each layer's input in trace;
-// returns (output, log det of this direction).
-fn stack_apply(v: f32) -> vec2<f32> {
-    var y = v;
-    var logd = 0.0;
-    if (op.dir == 0u) {
-        for (var kk = 0u; kk < K; kk++) {
-            let k = K - 1u - kk;
-            let s = layer_inverse(k, y);
-            trace[k] = s.x;
-            y = s.x;
-            logd -= s.y;
-        }
-    } else {
-        for (var k = 0u; k < K; k++) {
-            trace[k] = y;
-            let s = layer_forward(k, y);
-            y = s.x;
-            logd += s.y;
-        }
-    }
-    return vec2<f32>(y, logd);
-}
-
 @compute @workgroup_size(64)
 fn couple_main(@builtin(global_invocation_id) id: vec3<u32>) {
     let i = id.x;
@@ -78,7 +54,7 @@ fn couple_main(@builtin(global_invocation_id) id: vec3<u32>) {
     for (var a = 0u; a < op.n_active; a++) {
         let idx = op.first + 2u * a;
         load_raw(i, a);
-        let s = stack_apply(work[op.src + i * D + idx]);
+        let s = stack_apply(work[op.src + i * D + idx], op.dir);
         work[op.dst + i * D + idx] = s.x;
         ld += s.y;
     }
@@ -97,7 +73,7 @@ fn couple_back_main(@builtin(global_invocation_id) id: vec3<u32>) {
     for (var a = 0u; a < op.n_active; a++) {
         let idx = op.first + 2u * a;
         load_raw(i, a);
-        let top = stack_apply(work[op.src + i * D + idx]).x;
+        let top = stack_apply(work[op.src + i * D + idx], op.dir).x;
         for (var q = 0u; q < NRAW; q++) {
             raw_bar[q] = 0.0;
         }

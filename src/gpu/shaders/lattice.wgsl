@@ -90,30 +90,6 @@ fn load_raw(k: u32) {
     }
 }
 
-// The stack in the layer's direction, recording each layer's input in trace;
-// returns (output, log det of this direction).
-fn stack_apply(v: f32) -> vec2<f32> {
-    var y = v;
-    var logd = 0.0;
-    if (op.dir == 0u) {
-        for (var kk = 0u; kk < K; kk++) {
-            let k = K - 1u - kk;
-            let s = layer_inverse(k, y);
-            trace[k] = s.x;
-            y = s.x;
-            logd -= s.y;
-        }
-    } else {
-        for (var k = 0u; k < K; k++) {
-            trace[k] = y;
-            let s = layer_forward(k, y);
-            y = s.x;
-            logd += s.y;
-        }
-    }
-    return vec2<f32>(y, logd);
-}
-
 // One thread per (sample, site): active sites through their stacks, passive
 // ones copied.
 @compute @workgroup_size(64)
@@ -132,7 +108,7 @@ fn couple_main(
     let v = work[op.src + k];
     if (is_active(k % volume())) {
         load_raw(k);
-        let s = stack_apply(v);
+        let s = stack_apply(v, op.dir);
         work[op.dst + k] = s.x;
         ld += s.y;
     } else {
@@ -166,7 +142,7 @@ fn couple_back_main(
     let ld_bar = -op.inv_n;
     load_raw(k);
     let v = work[op.src + k];
-    let top = stack_apply(v).x;
+    let top = stack_apply(v, 1u).x;
     for (var q = 0u; q < NRAW; q++) {
         raw_bar[q] = 0.0;
     }

@@ -439,3 +439,29 @@ fn z_from_x_vjp(k: u32, z: f32, x: f32, z_bar: f32, ld_bar: f32) -> f32 {
     }
     return g / p.x;
 }
+
+// The whole stack in direction `dir` (0: z_from_x, the layers' inverses from
+// the top; 1: x_from_z), recording each layer's input in trace; returns
+// (output, log det of this direction). Shared by the coupling and lattice
+// kernels.
+fn stack_apply(v: f32, dir: u32) -> vec2<f32> {
+    var y = v;
+    var logd = 0.0;
+    if (dir == 0u) {
+        for (var kk = 0u; kk < K; kk++) {
+            let k = K - 1u - kk;
+            let s = layer_inverse(k, y);
+            trace[k] = s.x;
+            y = s.x;
+            logd -= s.y;
+        }
+    } else {
+        for (var k = 0u; k < K; k++) {
+            trace[k] = y;
+            let s = layer_forward(k, y);
+            y = s.x;
+            logd += s.y;
+        }
+    }
+    return vec2<f32>(y, logd);
+}
