@@ -488,31 +488,6 @@ impl GpuCouplingTrainer {
             .write_buffer(&plan.work, 0, bytemuck::cast_slice(points));
     }
 
-    /// Mean loss and gradient at the current parameters for `points` (n x d,
-    /// float32: target samples, or latent points for reverse KL), without
-    /// updating them: what the parity tests compare.
-    pub async fn loss_and_grad_async(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
-        if points.len() != self.opt.settings.batch * self.flow.spec.dim {
-            return Err(format!(
-                "expected a batch of {} points",
-                self.opt.settings.batch
-            ));
-        }
-        self.upload(&self.train, points);
-        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
-        self.train.encode(&self.pipelines, &mut encoder);
-        self.ctx.queue.submit([encoder.finish()]);
-        let bytes = self
-            .ctx
-            .read_back_async(&self.opt.total, 0, self.opt.total.size())
-            .await?;
-        let total: &[f32] = bytemuck::cast_slice(&bytes);
-        Ok((
-            total[0] as f64,
-            total[1..].iter().map(|&g| g as f64).collect(),
-        ))
-    }
-
     /// `log q(x)` at every point (n x d) with the current parameters, in chunks.
     pub async fn log_q_async(&mut self, points: &[f32]) -> Result<Vec<f32>, String> {
         self.display(Purpose::LogQ, points, 1).await

@@ -637,30 +637,6 @@ impl GpuLatticeTrainer {
             .write_buffer(&plan.work, 0, bytemuck::cast_slice(points));
     }
 
-    /// Mean loss and gradient at the current parameters for latent fields
-    /// (n x V, float32), without updating them: what the parity tests compare.
-    pub async fn loss_and_grad_async(&mut self, latent: &[f32]) -> Result<(f64, Vec<f64>), String> {
-        if latent.len() != self.opt.settings.batch * self.flow.spec.volume() {
-            return Err(format!(
-                "expected a batch of {} fields",
-                self.opt.settings.batch
-            ));
-        }
-        self.upload(&self.train, latent);
-        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
-        self.train.encode(&self.pipelines, &mut encoder);
-        self.ctx.queue.submit([encoder.finish()]);
-        let bytes = self
-            .ctx
-            .read_back_async(&self.opt.total, 0, self.opt.total.size())
-            .await?;
-        let total: &[f32] = bytemuck::cast_slice(&bytes);
-        Ok((
-            total[0] as f64,
-            total[1..].iter().map(|&g| g as f64).collect(),
-        ))
-    }
-
     /// `log q(phi)` of every field (n x V) with the current parameters.
     pub async fn log_q_async(&mut self, fields: &[f32]) -> Result<Vec<f32>, String> {
         self.display(Purpose::LogQ, fields).await

@@ -267,6 +267,35 @@ pub async fn step_async<K: FlowKernels + ?Sized>(kernels: &mut K) -> Result<f64,
     Ok(total[0] as f64)
 }
 
+/// Mean loss and gradient at the current parameters for `batch` (n x d,
+/// float32: target samples, or latent points for reverse KL), without
+/// updating them: what the parity tests compare.
+pub async fn loss_and_grad_async<K: FlowKernels + ?Sized>(
+    kernels: &K,
+    batch: &[f32],
+) -> Result<(f64, Vec<f64>), String> {
+    let opt = kernels.optimizer();
+    let n = opt.settings.batch;
+    if batch.len() != n * opt.dim {
+        return Err(format!(
+            "expected a batch of {n} points of dimension {}",
+            opt.dim
+        ));
+    }
+    let mut encoder = opt.ctx.device.create_command_encoder(&Default::default());
+    kernels.encode_gradient(batch, &mut encoder);
+    opt.ctx.queue.submit([encoder.finish()]);
+    let bytes = opt
+        .ctx
+        .read_back_async(&opt.total, 0, opt.total.size())
+        .await?;
+    let total: &[f32] = bytemuck::cast_slice(&bytes);
+    Ok((
+        total[0] as f64,
+        total[1..].iter().map(|&g| g as f64).collect(),
+    ))
+}
+
 /// The current model, read back from the GPU (the last known parameters if
 /// the read-back fails).
 pub async fn model_async<K: FlowKernels + ?Sized>(kernels: &K) -> FlowModel<f64> {

@@ -191,34 +191,6 @@ impl GpuRadialTrainer {
         pass.dispatch_workgroups((n_params + 1).div_ceil(WORKGROUP), 1, 1);
     }
 
-    /// Mean loss and gradient at the current parameters for `points` (n x d,
-    /// float32: target samples, or latent points for reverse KL), without
-    /// updating them: what the parity tests compare.
-    pub async fn loss_and_grad_async(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
-        let d = self.flow.dim();
-        if points.len() != self.opt.settings.batch * d {
-            return Err(format!(
-                "expected a batch of {} points",
-                self.opt.settings.batch
-            ));
-        }
-        self.ctx
-            .queue
-            .write_buffer(&self.points, 0, bytemuck::cast_slice(points));
-        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
-        self.encode_batch_gradient(&mut encoder);
-        self.ctx.queue.submit([encoder.finish()]);
-        let bytes = self
-            .ctx
-            .read_back_async(&self.opt.total, 0, self.opt.total.size())
-            .await?;
-        let total: &[f32] = bytemuck::cast_slice(&bytes);
-        Ok((
-            total[0] as f64,
-            total[1..].iter().map(|&g| g as f64).collect(),
-        ))
-    }
-
     /// Records `log q(x)` of `n` points (`points`: n x d float32) into `log_q`
     /// (n float32): the density heatmap's kernel. Both buffers stay on the GPU
     /// (`STORAGE` usage), so the app can draw from them without a read-back.

@@ -75,11 +75,7 @@ impl GpuTrainer {
 
     /// Mean loss and gradient for a given batch, without a step (parity tests).
     pub async fn loss_and_grad_async(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
-        match self {
-            Self::Radial(t) => t.loss_and_grad_async(points).await,
-            Self::Coupling(t) => t.loss_and_grad_async(points).await,
-            Self::Lattice(t) => t.loss_and_grad_async(points).await,
-        }
+        optimizer::loss_and_grad_async(self.kernels(), points).await
     }
 
     /// `log q(x)` at every point (n x d).
