@@ -388,13 +388,10 @@ impl Playground {
 
     /// One frame of the phi^4 lab: train, then its panels.
     fn lab_frame(&mut self, ui: &mut egui::Ui) {
+        let gpu = self.found_gpu();
         let Some(lab) = &mut self.lab else {
             self.lab_open = false;
             return;
-        };
-        let gpu = match &*self.gpu.borrow() {
-            GpuStatus::Ready(ctx) => Some(ctx.clone()),
-            _ => None,
         };
         lab.adopt_gpu(gpu);
         lab.train_for(TRAIN_BUDGET);
