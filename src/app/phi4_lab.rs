@@ -354,7 +354,7 @@ impl Phi4Lab {
             eval_samples: MEASURE_SAMPLES,
         };
         // the Z2 radial flow's fixed centre is the CPU trainer's alone
-        let fixed_centre = design.flow.z2 && design.flow.kind == crate::flow::FlowKind::Radial;
+        let fixed_centre = design.flow.fixed_centre();
         let gpu = self
             .gpu
             .as_ref()

@@ -434,7 +434,7 @@ fn compare(argv: &[String]) -> Result<(), String> {
             let label = format!("{phase} {}", design.label());
             let mut progress = progress_printer(label, steps, quiet);
             // the Z2 radial flow's fixed centre is the CPU trainer's alone
-            let fixed_centre = design.flow.kind == FlowKind::Radial && design.flow.z2;
+            let fixed_centre = design.flow.fixed_centre();
             let run = flow_run(
                 &model,
                 &design,

@@ -77,6 +77,13 @@ pub struct FlowConfig {
 }
 
 impl FlowConfig {
+    /// Whether the flow's centre stays fixed while training: the
+    /// Z2-equivariant radial flow, centred at 0 (only the CPU trainer freezes
+    /// parameters).
+    pub fn fixed_centre(&self) -> bool {
+        self.z2 && self.kind == FlowKind::Radial
+    }
+
     /// The paper's defaults for each architecture: radial flows use a 64-stack,
     /// coupling flows one scalar layer per element, 8 layers of width 128.
     pub fn defaults(kind: FlowKind) -> Self {

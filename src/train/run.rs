@@ -60,7 +60,7 @@ pub fn train(
 pub fn cpu_trainer(config: &RunConfig) -> Result<Box<dyn Trainer>, String> {
     let model = initial_model(config)?;
     // The Z2-equivariant radial flow keeps its centre at the origin.
-    let frozen = if config.flow.z2 && config.flow.kind == FlowKind::Radial {
+    let frozen = if config.flow.fixed_centre() {
         0..config.target.dim()
     } else {
         0..0
@@ -112,7 +112,7 @@ pub fn trainer(config: &RunConfig, backend: Backend) -> Result<Box<dyn Trainer>,
 /// The GPU trainer of a run (radial, coupling and lattice flows).
 #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
 pub fn gpu_trainer(config: &RunConfig) -> Result<Box<dyn Trainer>, String> {
-    if config.flow.z2 && config.flow.kind == FlowKind::Radial {
+    if config.flow.fixed_centre() {
         return Err(
             "the Z2 radial flow keeps its centre fixed, which only the CPU trainer does; use --backend cpu"
                 .into(),
