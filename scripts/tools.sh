@@ -5,7 +5,9 @@
 WASM_BINDGEN_VERSION=0.2.130 # the same as the wasm-bindgen pin in Cargo.toml
 TRUNK_VERSION=0.21.14        # 0.22 needs a newer rustc than this toolchain
 
-step() { printf '\n== %s\n' "$*"; }
+# Each step prints the minutes and seconds since the script began, so a slow
+# phase shows in the log (a measurement, never a limit).
+step() { printf '\n== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 ensure_wasm_target() {
     rustup target list --installed | grep -q '^wasm32-unknown-unknown$' \
