@@ -12,7 +12,7 @@ fn main() -> eframe::Result {
     eframe::run_native(
         "Flow Playground",
         options,
-        Box::new(|cc| Ok(Box::new(flowplay::app::Playground::new(cc)))),
+        Box::new(|cc| Ok(Box::new(flowplay::app::PlaygroundApp::new(cc)))),
     )
 }
 
@@ -71,7 +71,7 @@ fn main() {
             .start(
                 canvas,
                 eframe::WebOptions::default(),
-                Box::new(|cc| Ok(Box::new(flowplay::app::Playground::new(cc)))),
+                Box::new(|cc| Ok(Box::new(flowplay::app::PlaygroundApp::new(cc)))),
             )
             .await;
         if let Some(loading) = loading {

@@ -6,25 +6,27 @@
 
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use flowplay::app::Playground;
-use flowplay::app::session::Status;
-use flowplay::app::settings::Settings;
+use flowplay::app::PlaygroundApp;
+use flowplay::app::lab::settings::LabSettings;
+use flowplay::app::playground::session::Status;
+use flowplay::app::playground::settings::{Settings, TargetChoice};
+use flowplay::bijection::Family;
 use flowplay::flow::FlowKind;
 
-fn harness(settings: Settings) -> Harness<'static, Playground> {
+fn harness(settings: Settings) -> Harness<'static, PlaygroundApp> {
     Harness::builder()
         .with_size([1280.0, 800.0])
         .wgpu()
-        .build_eframe(move |_cc| Playground::with_settings(settings))
+        .build_eframe(move |_cc| PlaygroundApp::with_settings(settings))
 }
 
 /// The app on the GPU it finds (lavapipe here).
-fn gpu_harness(settings: Settings) -> Harness<'static, Playground> {
+fn gpu_harness(settings: Settings) -> Harness<'static, PlaygroundApp> {
     Harness::builder()
         .with_size([1280.0, 800.0])
         .wgpu()
         .build_eframe(move |_cc| {
-            let mut app = Playground::with_settings(settings);
+            let mut app = PlaygroundApp::with_settings(settings);
             app.find_gpu();
             app
         })
@@ -32,14 +34,14 @@ fn gpu_harness(settings: Settings) -> Harness<'static, Playground> {
 
 /// Runs `rounds` batches of frames with pauses between them, so the views
 /// (and the metrics with them), which redraw on a clock, are redrawn.
-fn train_with_redraws(h: &mut Harness<'static, Playground>, rounds: usize) {
+fn train_with_redraws(h: &mut Harness<'static, PlaygroundApp>, rounds: usize) {
     for _ in 0..rounds {
         h.run_steps(10);
         std::thread::sleep(std::time::Duration::from_millis(320));
     }
 }
 
-fn screenshot(harness: &mut Harness<'static, Playground>, name: &str) {
+fn screenshot(harness: &mut Harness<'static, PlaygroundApp>, name: &str) {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../screenshots");
     std::fs::create_dir_all(&dir).expect("screenshot folder");
     let image = harness.render().expect("the app renders");
@@ -48,9 +50,9 @@ fn screenshot(harness: &mut Harness<'static, Playground>, name: &str) {
         .expect("PNG written");
 }
 
-fn small(target: &str, flow: FlowKind) -> Settings {
+fn small(target: &'static str, flow: FlowKind) -> Settings {
     Settings {
-        target: target.into(),
+        target: TargetChoice::Preset(target),
         flow,
         stack: 8,
         layers: 4,
@@ -61,8 +63,12 @@ fn small(target: &str, flow: FlowKind) -> Settings {
     }
 }
 
-fn steps(harness: &Harness<'static, Playground>) -> usize {
-    harness.state().session().map_or(0, |s| s.steps_done())
+fn steps(harness: &Harness<'static, PlaygroundApp>) -> usize {
+    harness
+        .state()
+        .playground()
+        .session()
+        .map_or(0, |s| s.steps_done())
 }
 
 #[test]
@@ -89,7 +95,7 @@ fn step_play_and_pause_train_the_model() {
     h.run_steps(40);
     let trained = steps(&h);
     assert!(trained > 40, "only {trained} steps");
-    let losses = &h.state().session().unwrap().losses;
+    let losses = &h.state().playground().session().unwrap().losses;
     let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len() as f32;
     assert!(
         mean(&losses[losses.len() - 20..]) < mean(&losses[..20]),
@@ -116,7 +122,7 @@ fn a_coupling_flow_trains_on_the_checkerboard() {
 #[test]
 fn a_step_that_overflows_stops_training_with_a_message() {
     let mut settings = small("moons", FlowKind::Radial);
-    settings.family = "sinh".into();
+    settings.family = Family::Sinh;
     // far beyond the slider's range (a link cannot ask for it either): Adam
     // moves every raw parameter by ~50 a step, and sinh's exponentials overflow
     settings.learning_rate = 50.0;
@@ -124,7 +130,7 @@ fn a_step_that_overflows_stops_training_with_a_message() {
     let mut h = harness(settings);
     h.get_by_label("Play").click();
     h.run_steps(60);
-    let session = h.state().session().unwrap();
+    let session = h.state().playground().session().unwrap();
     match &session.status {
         Status::Stopped(reason) => assert!(reason.contains("learning rate"), "{reason}"),
         other => panic!(
@@ -145,13 +151,13 @@ fn a_step_that_overflows_stops_training_with_a_message() {
 fn the_run_trains_on_the_gpu_when_there_is_one() {
     let mut h = gpu_harness(small("rings", FlowKind::Radial));
     h.run_steps(3);
-    let session = h.state().session().unwrap();
-    assert!(session.on_gpu(), "backend: {}", session.backend);
+    let session = h.state().playground().session().unwrap();
+    assert!(session.on_gpu(), "backend: {}", session.device());
     h.get_by_label_contains("backend: GPU");
     let before = session.picture_version;
     h.get_by_label("Play").click();
     h.run_steps(40);
-    let session = h.state().session().unwrap();
+    let session = h.state().playground().session().unwrap();
     assert!(
         session.steps_done() > 40,
         "only {} steps",
@@ -178,8 +184,8 @@ fn a_lesson_opens_its_experiment_and_says_what_to_watch() {
     h.run_steps(2);
     h.get_by_label("Radial flow on rings").click();
     h.run_steps(10);
-    let session = h.state().session().unwrap();
-    assert_eq!(session.settings.target, "rings");
+    let session = h.state().playground().session().unwrap();
+    assert_eq!(session.settings.target, TargetChoice::Preset("rings"));
     assert_eq!(session.settings.flow, FlowKind::Radial);
     assert_eq!(session.status, Status::Running);
     assert!(session.steps_done() > 0);
@@ -217,7 +223,7 @@ impl eframe::egui::DroppedFile for Dropped {
     }
 }
 
-fn drop_file(h: &mut Harness<'static, Playground>, name: &str, bytes: Vec<u8>) {
+fn drop_file(h: &mut Harness<'static, PlaygroundApp>, name: &str, bytes: Vec<u8>) {
     h.input_mut()
         .dropped_files
         .push(std::sync::Arc::new(Dropped {
@@ -246,10 +252,13 @@ fn a_dropped_image_becomes_the_target_and_a_bad_file_says_why() {
     h.run_steps(2);
     drop_file(&mut h, "notes.png", b"not an image at all".to_vec());
     h.get_by_label_contains("notes.png was not used: not a PNG or JPEG image");
-    assert_eq!(h.state().session().unwrap().target.name(), "moons");
+    assert_eq!(
+        h.state().playground().session().unwrap().target.name(),
+        "moons"
+    );
     drop_file(&mut h, "ring.png", ring_png());
     h.get_by_label_contains("ring.png: its dark parts are the density to learn");
-    let session = h.state().session().unwrap();
+    let session = h.state().playground().session().unwrap();
     assert_eq!(session.target.name(), "image");
     // the target's samples lie on the ring (radius 20 of 64 pixels over 7 units)
     let on_ring = session
@@ -286,7 +295,7 @@ fn a_drawing_becomes_the_target() {
     screenshot(&mut h, "app-drawing");
     h.get_by_label("Train on this").click();
     h.run_steps(20);
-    let session = h.state().session().unwrap();
+    let session = h.state().playground().session().unwrap();
     assert_eq!(session.target.name(), "image");
     assert_eq!(session.status, Status::Running);
     assert!(session.steps_done() > 5);
@@ -308,14 +317,14 @@ fn a_model_exports_and_imports_and_views_save_as_png() {
     let file = dir.join("flowplay-rings-step3.json");
     h.get_by_label_contains("flowplay-rings-step3.json (flowplay eval reads it)");
     let exported = std::fs::read(&file).unwrap();
-    let trained = h.state().session().unwrap().model().unwrap().1;
+    let trained = h.state().playground().session().unwrap().model().unwrap().1;
     // a fresh page takes the file in: same flow, same parameters, paused at step 0
     let mut fresh = harness(small("moons", FlowKind::Coupling));
     fresh.run_steps(2);
     drop_file(&mut fresh, "flowplay-rings-step3.json", exported);
     fresh.get_by_label_contains("Imported flowplay-rings-step3.json");
-    let session = fresh.state().session().unwrap();
-    assert_eq!(session.settings.target, "rings");
+    let session = fresh.state().playground().session().unwrap();
+    assert_eq!(session.settings.target, TargetChoice::Preset("rings"));
     assert_eq!(session.settings.flow, FlowKind::RadialFourier);
     let imported = session.model().unwrap().1;
     assert_eq!(
@@ -343,11 +352,11 @@ fn the_explorer_plots_a_map_and_edits_a_paused_radial_flow_by_hand() {
     h.get_by_label_contains("radius map r -> f(r)");
     screenshot(&mut h, "app-explorer");
     // move the radial flow's centre by hand: the model and its views follow
-    let before = h.state().session().unwrap().picture_version;
+    let before = h.state().playground().session().unwrap().picture_version;
     let centre = h.get_by_role_and_label(eframe::egui::accesskit::Role::Slider, "centre x");
     centre.set_value_accesskit(1.5);
     h.run_steps(3);
-    let session = h.state().session().unwrap();
+    let session = h.state().playground().session().unwrap();
     let (_, model) = session.model().unwrap();
     match model {
         flowplay::flow::FlowModel::Radial(f) => assert!((f.center()[0] - 1.5).abs() < 1e-9),
@@ -368,7 +377,7 @@ fn metrics_follow_training_where_the_target_allows() {
     h.get_by_label("Play").click();
     train_with_redraws(&mut h, 8);
     h.run_steps(1);
-    let metrics = &h.state().session().unwrap().metrics;
+    let metrics = &h.state().playground().session().unwrap().metrics;
     assert!(metrics.len() >= 2, "{} measurements", metrics.len());
     let (first, last) = (metrics[0], metrics[metrics.len() - 1]);
     assert!(last.step > first.step);
@@ -383,7 +392,14 @@ fn metrics_follow_training_where_the_target_allows() {
     h.run_steps(2);
     h.get_by_label("Play").click();
     h.run_steps(30);
-    let last = *h.state().session().unwrap().metrics.last().unwrap();
+    let last = *h
+        .state()
+        .playground()
+        .session()
+        .unwrap()
+        .metrics
+        .last()
+        .unwrap();
     assert!(last.held_out_nll.is_none());
     assert!((0.0..=1.0).contains(&last.ess.unwrap()));
     assert!(last.reverse_kl.unwrap().is_finite());
@@ -398,17 +414,17 @@ fn a_lost_gpu_device_moves_the_run_to_the_cpu_and_back() {
     h.run_steps(3);
     h.get_by_label("Play").click();
     train_with_redraws(&mut h, 4);
-    let session = h.state().session().unwrap();
+    let session = h.state().playground().session().unwrap();
     assert!(session.on_gpu());
     let before = session.steps_done();
     assert!(before > 20, "only {before} steps on the GPU");
     session.gpu_context().unwrap().device.destroy();
     h.run_steps(5);
-    let session = h.state().session().unwrap();
+    let session = h.state().playground().session().unwrap();
     assert!(
         !session.on_gpu(),
         "still on the lost GPU: {}",
-        session.backend
+        session.device()
     );
     let resumed = session.steps_done();
     assert!(
@@ -417,12 +433,12 @@ fn a_lost_gpu_device_moves_the_run_to_the_cpu_and_back() {
     );
     h.get_by_label_contains("The GPU device was lost");
     h.run_steps(20);
-    let s = h.state().session().unwrap();
+    let s = h.state().playground().session().unwrap();
     assert!(
         steps(&h) > resumed,
         "training stopped on the CPU: {:?} {}",
         s.status,
-        s.backend
+        s.device()
     );
     screenshot(&mut h, "app-gpu-lost");
     // a GPU again, and the run moves back to it
@@ -431,8 +447,8 @@ fn a_lost_gpu_device_moves_the_run_to_the_cpu_and_back() {
     let on_cpu = steps(&h);
     h.get_by_label("Move this run to the GPU").click();
     h.run_steps(10);
-    let session = h.state().session().unwrap();
-    assert!(session.on_gpu(), "backend: {}", session.backend);
+    let session = h.state().playground().session().unwrap();
+    assert!(session.on_gpu(), "backend: {}", session.device());
     assert!(session.steps_done() >= on_cpu.saturating_sub(1));
 }
 
@@ -443,13 +459,13 @@ fn a_smooth_sample_target_also_trains_by_reverse_kl() {
     h.get_by_label("reverse KL").click();
     h.get_by_label("Reset").click();
     h.run_steps(2);
-    let session = h.state().session().unwrap();
+    let session = h.state().playground().session().unwrap();
     assert_eq!(session.loss(), flowplay::train::Loss::ReverseKl);
     assert!(session.settings.to_query().contains("kl=reverse"));
     h.get_by_label("Play").click();
     train_with_redraws(&mut h, 6);
     h.run_steps(1);
-    let session = h.state().session().unwrap();
+    let session = h.state().playground().session().unwrap();
     let losses = &session.losses;
     let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len() as f32;
     assert!(
@@ -465,7 +481,7 @@ fn a_smooth_sample_target_also_trains_by_reverse_kl() {
     h.get_by_label("reverse KL").click();
     h.get_by_label("Reset").click();
     h.run_steps(2);
-    let session = h.state().session().unwrap();
+    let session = h.state().playground().session().unwrap();
     assert!(!session.settings.reverse_kl);
     assert_eq!(session.loss(), flowplay::train::Loss::ForwardKl);
 }
@@ -509,7 +525,7 @@ fn the_phi4_lab_trains_and_compares_lattice_flows() {
     screenshot(&mut h, "app-phi4-lab-compare");
     h.get_by_label("2D flows").click();
     h.run_steps(2);
-    assert!(h.state().session().is_some());
+    assert!(h.state().playground().session().is_some());
 }
 
 /// With a GPU (lavapipe here, a software one, so chosen by hand) the lab's
@@ -520,23 +536,22 @@ fn the_phi4_lab_trains_and_compares_lattice_flows() {
 fn the_phi4_lab_trains_on_the_gpu_when_there_is_one() {
     let mut h = gpu_harness(small("rings", FlowKind::Radial));
     h.run_steps(2);
-    h.state_mut()
-        .open_lab(Some(flowplay::app::phi4_lab::LabSettings {
-            size: 4,
-            batch: 16,
-            ..Default::default()
-        }));
+    h.state_mut().open_lab(Some(LabSettings {
+        size: 4,
+        batch: 16,
+        ..Default::default()
+    }));
     h.run_steps(2);
     // lavapipe is a software adapter: the lab starts on the CPU and says why
     let run = &h.state().lab().expect("the lab opened").runs[0];
-    assert!(!run.on_gpu(), "device: {}", run.device);
+    assert!(!run.on_gpu(), "device: {}", run.host.device);
     h.get_by_label_contains("emulated in software");
     h.get_by_label("train on the GPU").click();
     h.get_by_label("Reset").click();
     h.run_steps(2);
     let run = &h.state().lab().unwrap().runs[0];
-    assert!(run.on_gpu(), "device: {}", run.device);
-    assert!(run.device.starts_with("GPU"), "{}", run.device);
+    assert!(run.on_gpu(), "device: {}", run.host.device);
+    assert!(run.host.device.starts_with("GPU"), "{}", run.host.device);
     h.get_by_label("Play").click();
     for _ in 0..150 {
         h.run_steps(1);
@@ -562,8 +577,8 @@ fn the_phi4_lab_trains_on_the_gpu_when_there_is_one() {
     h.run_steps(2);
     let run = &h.state().lab().unwrap().runs[0];
     assert!(
-        !run.on_gpu() && run.device.starts_with("CPU"),
+        !run.on_gpu() && run.host.device.starts_with("CPU"),
         "{}",
-        run.device
+        run.host.device
     );
 }

@@ -162,9 +162,9 @@ fn recipe(
     target: Target,
     kind: flowplay::flow::FlowKind,
     steps: usize,
-) -> flowplay::train::run::RunConfig {
+) -> flowplay::train::config::RunConfig {
     use flowplay::flow::FlowConfig;
-    use flowplay::train::run::{Precision, RunConfig};
+    use flowplay::train::config::{Precision, RunConfig};
     let mut flow = FlowConfig::defaults(kind);
     let spiral = matches!(target, Target::Spiral);
     flow.center = Some(if spiral {
@@ -191,8 +191,9 @@ fn recipe(
 
 /// (GPU, CPU) held-out NLL after training the same recipe from the same
 /// initial model on the same batches.
-fn both_backends(config: &flowplay::train::run::RunConfig) -> (f64, f64) {
-    use flowplay::train::run::{cpu_trainer, initial_model, report, train_with};
+fn both_backends(config: &flowplay::train::config::RunConfig) -> (f64, f64) {
+    use flowplay::run::report::report;
+    use flowplay::train::config::{cpu_trainer, initial_model, train_with};
     let gpu = GpuTrainer::new(
         context(),
         initial_model(config).unwrap(),
@@ -226,7 +227,7 @@ fn gpu_training_matches_the_cpu_trainer() {
     assert!((g - c).abs() <= 0.03, "GPU {g} vs CPU {c}");
 }
 
-/// The spiral reference recipe (math.md section 4) on the GPU reaches the
+/// The spiral reference recipe (the paper's reference recipe) on the GPU reaches the
 /// paper's quality as the CPU does. Per run, the two differ by up to ~0.06 nats:
 /// the recipe (Adam at 1e-2) is chaotic, and float32 rounding differences
 /// between the backends (lavapipe's exp/log are not glibc's) grow into different

@@ -116,7 +116,7 @@ fn energy_gradients_match_finite_differences() {
             }
         }
     }
-    // The 1D target's normalizer (math.md: log Z ~ 1.8374).
+    // The 1D target's normalizer (log Z ~ 1.8374, by quadrature).
     let lz = Target::Poly1d.log_z().unwrap();
     assert!((lz - 1.8374).abs() < 1e-3, "{lz}");
 }

@@ -1,5 +1,5 @@
 //! Cubic polynomial conjugation: `f(x) = c + g^-1(g(u) + beta)`, `g(v) = a v + b v^3`
-//! (math.md 1.3).
+//! (docs/mathematics.md, section 2.3).
 
 use super::{ParamSpec, ScalarPartials};
 use crate::real::Real;

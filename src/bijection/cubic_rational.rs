@@ -1,4 +1,4 @@
-//! Cubic rational family: `f(x) = x + alpha u / (1 + beta u^2)`, `u = x - c` (math.md 1.1).
+//! Cubic rational family: `f(x) = x + alpha u / (1 + beta u^2)`, `u = x - c` (docs/mathematics.md, section 2.1).
 
 use super::{ParamSpec, ScalarPartials};
 use crate::real::{Real, sigmoid, softplus, softplus_inv};
@@ -103,7 +103,7 @@ impl<T: Real> CubicRational<T> {
     /// Solves `u + alpha u/(1 + beta u^2) = y` for `u`.
     ///
     /// The cubic `u^3 - y u^2 + (k/beta) u - y/beta = 0` is depressed with
-    /// `u = t + y/3` to `t^3 + p t + q = 0`. For `p < 0` math.md's Cardano form
+    /// `u = t + y/3` to `t^3 + p t + q = 0`. For `p < 0` the Cardano form with an expanded discriminant
     /// with the expanded (cancellation-free) discriminant is used. For `p >= 0` its
     /// `v - p/(3v)` cancels as `y -> 0`, so the hyperbolic form is used instead.
     #[inline]

@@ -2,7 +2,7 @@
 //! affine and spline baselines, and stacks of them.
 //!
 //! Every family is parametrized by *raw* (unconstrained) values, mapped to its
-//! constrained parameters by a fixed transform (math.md section 1). A family
+//! constrained parameters by a fixed transform (docs/mathematics.md, section 2). A family
 //! exposes the map in both directions and, for training, the partial derivatives
 //! of `f` and `log f'` with respect to the input and every raw parameter; the
 //! reverse-mode rules of both directions ([`Scalar::x_from_z_vjp`],
@@ -140,7 +140,7 @@ impl Family {
     /// negated, the map becomes `x -> -f(-x)` (each is a shift whose raw-to-
     /// constrained transform is the identity). A layer whose flipping values
     /// are odd functions of what conditions it, and whose other values are even
-    /// ones, is Z2-equivariant (math.md section 6). `None` for the spline, which
+    /// ones, is Z2-equivariant (docs/mathematics.md, section 8). `None` for the spline, which
     /// has no such form.
     pub fn odd_raw(&self) -> Option<&'static [bool]> {
         match self {
@@ -156,7 +156,7 @@ impl Family {
         }
     }
 
-    /// Default raw initialization (math.md), with `normal` drawing N(0, 1).
+    /// Default raw initialization (as bijx initializes), with `normal` drawing N(0, 1).
     pub fn default_raw(&self, normal: &mut dyn FnMut() -> f64) -> Vec<f64> {
         match self {
             Family::CubicRational => vec![0.01 * normal(), softplus_inv(0.9) - 1.0, 0.0],

@@ -1,4 +1,4 @@
-//! Sinh conjugation: `f(x) = c + s asinh(e^mu (e^nu sinh(u/s) + beta))` (math.md 1.2).
+//! Sinh conjugation: `f(x) = c + s asinh(e^mu (e^nu sinh(u/s) + beta))` (docs/mathematics.md, section 2.2).
 
 use super::{ParamSpec, ScalarPartials};
 use crate::real::{Real, log_cosh, sech, sigmoid, softplus, softplus_inv};

@@ -5,8 +5,8 @@ use crate::bijection::Family;
 use crate::flow::{Flow, FlowConfig, FlowKind, FlowModel};
 use crate::real::Real;
 use crate::rng::Rng;
+use crate::stats::log_normal;
 use crate::target::Target;
-use crate::train::metrics::log_normal;
 use crate::train::{CpuTrainer, Loss, TrainSettings, Trainer, default_threads};
 use serde_json::{Value, json};
 use std::time::Instant;
@@ -42,8 +42,8 @@ fn recipes() -> Vec<Recipe> {
     let mut fourier = FlowConfig::defaults(FlowKind::RadialFourier);
     fourier.center = Some(vec![-0.5, -1.0]);
     fourier.log_scale = Some(vec![0.0, 0.0]);
-    // the phi^4 lab's designs (crate::train::phi4::Design)
-    let lattice = crate::train::phi4::Design::new("coupling", Family::Sinh, false)
+    // the phi^4 lab's designs (crate::phi4::design::Design)
+    let lattice = crate::phi4::design::Design::new(FlowKind::Lattice, Family::Sinh, false)
         .map(|d| d.flow)
         .unwrap_or_else(|e| unreachable!("a fixed design: {e}"));
     let lattice_z2 = FlowConfig {

@@ -2,8 +2,8 @@
 
 use super::{Args, read_json};
 use crate::flow::FlowModel;
-use crate::model_file::model_from_json;
 use crate::real::Real;
+use crate::run::model_file::model_from_json;
 use serde_json::{Value, json};
 
 pub const HELP: &str = "\

@@ -7,11 +7,14 @@ use crate::bijection::Family;
 use crate::flow::FlowKind;
 use crate::mcmc::Estimate;
 use crate::mcmc::hmc::HmcSettings;
-use crate::mcmc::phi4_run::{Phi4Observables, Phi4Reference, reference};
-use crate::model_file::model_to_json;
+use crate::phi4::design::{Design, comparison_designs};
+use crate::phi4::observables::Phi4Observables;
+use crate::phi4::reference::{Phi4Reference, reference};
+use crate::run::backend::Backend;
+use crate::run::model_file::model_to_json;
+use crate::run::phi4::{Phi4FlowRun, flow_run};
 use crate::target::phi4::{Couplings, Phi4};
-use crate::train::phi4::{Design, Phi4FlowRun, comparison_designs, flow_run};
-use crate::train::run::{Backend, Precision};
+use crate::train::config::Precision;
 use crate::train::{Loss, TrainSettings, default_threads};
 use serde_json::{Value, json};
 use std::time::Instant;
@@ -57,7 +60,7 @@ flowplay phi4 hmc --lattice 8 (--m2 -4 --lambda 8 | --kappa K --lambda-h L)
                   [--trajectories 10000] [--thermalize 1000] [--leapfrog 10]
                   [--step 0.1] [--seed 0] [--out hmc.json]
 
-phi^4 on an L x L periodic lattice (math.md section 6), sampled by Hamiltonian
+phi^4 on an L x L periodic lattice (docs/mathematics.md, section 8), sampled by Hamiltonian
 Monte Carlo (leapfrog, Metropolis-corrected; the step size adapts towards 80%
 acceptance while thermalizing). Couplings in the standard convention (--m2,
 --lambda) or the hopping one (--kappa, --lambda-h); both are reported.
@@ -301,11 +304,8 @@ fn train(argv: &[String]) -> Result<(), String> {
     let args = Args::parse(argv, TRAIN_OPTIONS, &["z2", "quiet"])?;
     let model = Phi4::new(args.get("lattice", 8)?, couplings(&args)?)?;
     let family = Family::parse(args.str("family").unwrap_or("cubic_rational"))?;
-    let mut design = Design::new(
-        args.str("flow").unwrap_or("coupling"),
-        family,
-        args.flag("z2"),
-    )?;
+    let kind = Design::parse_kind(args.str("flow").unwrap_or("coupling"))?;
+    let mut design = Design::new(kind, family, args.flag("z2"))?;
     let f = &mut design.flow;
     f.stack = args.get("stack", f.stack)?;
     f.layers = args.get("layers", f.layers)?;

@@ -3,7 +3,9 @@
 use super::{Args, parse_target};
 use crate::bijection::{Family, SplineShape};
 use crate::flow::{FlowConfig, FlowKind};
-use crate::train::run::{Backend, Precision, RunConfig, report, train_with, trainer};
+use crate::run::backend::{Backend, trainer};
+use crate::run::report::report;
+use crate::train::config::{Precision, RunConfig, train_with};
 use crate::train::{Loss, TrainSettings, default_threads};
 use std::io::Write;
 use std::time::Instant;
@@ -86,7 +88,7 @@ pub fn config_from_args(args: &Args) -> Result<RunConfig, String> {
     flow.width = args.get("width", flow.width)?;
     flow.depth = args.get("depth", flow.depth)?;
     flow.fourier_order = args.get("fourier-order", flow.fourier_order)?;
-    // math.md's reference recipe: the spiral flow starts at centre (-0.5, -1), log-scale 0.
+    // the paper's reference recipe: the spiral flow starts at centre (-0.5, -1), log-scale 0.
     let spiral = target_name == "spiral";
     flow.center = match args.str("center") {
         Some(text) => Some(parse_vector(text, target.dim(), "--center")?),

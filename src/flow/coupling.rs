@@ -1,4 +1,4 @@
-//! Coupling flows (math.md section 3): checker masks, a ResNet MLP conditioner on
+//! Coupling flows (docs/mathematics.md, section 5.1): checker masks, a ResNet MLP conditioner on
 //! the passive coordinates, and a scalar stack (one family, or K copies) on each
 //! active coordinate. Layer `l` is active where `(i + parity_l) mod 2 = 1`, with
 //! parity 1 for the first layer (even coordinates active, as bijx) and flipping.
@@ -8,7 +8,7 @@
 //! parameters in turn ([`MlpShape`]); the conditioner's output is split per
 //! active element first, then that element's stack raw values.
 
-use super::mlp::{MlpCache, MlpShape};
+use super::nn::mlp::{MlpCache, MlpShape};
 use super::{Adjoint, Flow};
 use crate::bijection::{Family, Stack};
 use crate::real::Real;

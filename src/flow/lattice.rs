@@ -1,5 +1,5 @@
-//! Coupling flows on the periodic L x L lattice (math.md section 6): checkerboard
-//! masks and a convolutional conditioner ([`super::conv`]), with a scalar stack
+//! Coupling flows on the periodic L x L lattice (docs/mathematics.md, section 8): checkerboard
+//! masks and a convolutional conditioner ([`super::nn::conv`]), with a scalar stack
 //! on each active site. Layer `l` is active on the sites `(x + y + parity_l)`
 //! odd, parity 1 for the first layer and flipping, so two layers update every
 //! site once.
@@ -17,10 +17,10 @@
 //! Fields are rows of `n x V` arrays, site `s = y * L + x`. Parameter layout:
 //! each layer's [`ConvShape`] parameters in turn.
 
-use super::conv::{ConvCache, ConvShape};
 use super::coupling::{
     ActiveTrace, CouplingLayers, Direction, run_layers, transform_active, transform_active_backward,
 };
+use super::nn::conv::{ConvCache, ConvShape};
 use super::{Adjoint, Flow};
 use crate::bijection::{Family, Stack};
 use crate::real::Real;

@@ -1,10 +1,10 @@
-//! Radial flows (math.md section 2): mass moves along rays from a centre `c`.
+//! Radial flows (docs/mathematics.md, section 4): mass moves along rays from a centre `c`.
 //!
 //! Sampling direction: `w = S (z - c)`, `r = |w|`, `r' = f(r) - f(0)`,
 //! `x = c + S^-1 (r'/r) w`, with `S = diag(e^sigma)`. The scalar map `f` is a
 //! [`Stack`]; its raw parameters are either stored directly or, in 2D, produced
 //! from Fourier features of the ray's angle by a bias-free linear map
-//! (the angle-dependent flow of math.md 2.1).
+//! (the angle-dependent flow of docs/mathematics.md, section 4.1).
 //!
 //! Parameter layout: `[centre (d), log_scale (d), body]`, where `body` is the
 //! stack's raw values (direct) or the `P x F` weight matrix stored feature-major,

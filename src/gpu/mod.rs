@@ -2,7 +2,7 @@
 //! Vulkan natively, Mesa's lavapipe on machines without a GPU).
 //!
 //! The kernels mirror the Rust reference module by module, in float32, with the
-//! stable forms of math.md; each has a native test against the CPU reference.
+//! float32-stable forms of docs/mathematics.md; each has a native test against the CPU reference.
 
 pub mod context;
 pub mod coupling;

@@ -4,23 +4,12 @@
 //! thermalization the step size adapts towards an acceptance of 0.8.
 
 use crate::rng::Rng;
-use crate::target::phi4::Phi4;
 
 /// A potential `S(x)` with its gradient.
 pub trait Potential {
     fn dim(&self) -> usize;
     /// `S(x)`, with `dS/dx` written into `grad`.
     fn potential_grad(&self, x: &[f64], grad: &mut [f64]) -> f64;
-}
-
-impl Potential for Phi4 {
-    fn dim(&self) -> usize {
-        self.volume()
-    }
-
-    fn potential_grad(&self, x: &[f64], grad: &mut [f64]) -> f64 {
-        self.action_grad(x, grad)
-    }
 }
 
 /// How the chain runs.

@@ -1,6 +1,7 @@
 //! Unnormalized log-densities for reverse-KL training, with their gradients:
 //! bijx's 1D demo target and the normflows 2D "energy" targets.
 
+use crate::real::{sigmoid, softplus};
 use std::f64::consts::{PI, TAU};
 
 /// bijx's 1D demo: `sin(5x) exp(-5x^2) + 2 cos(10x) - 0.2 x^4`.
@@ -34,14 +35,6 @@ pub fn two_moons(x: &[f64]) -> (f64, [f64; 2]) {
     let dr = -(r - 2.0) / 0.04;
     let da = -(a - 2.0) / 0.09 - k * sigmoid(-k * a);
     (v, [dr * x[0] / r + da * sg, dr * x[1] / r])
-}
-
-fn softplus(t: f64) -> f64 {
-    if t > 30.0 { t } else { t.exp().ln_1p() }
-}
-
-fn sigmoid(t: f64) -> f64 {
-    1.0 / (1.0 + (-t).exp())
 }
 
 /// Log-sum-exp of `terms` with the softmax weights (for mixture gradients).

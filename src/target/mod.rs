@@ -1,5 +1,5 @@
 //! What the flows learn: sample targets (forward KL), unnormalized densities
-//! (reverse KL), and images as densities (math.md section 5).
+//! (reverse KL), and images as densities (docs/mathematics.md, section 7).
 
 pub mod energy;
 pub mod image;
@@ -130,7 +130,7 @@ impl Target {
             Target::TwoMoonsEnergy | Target::CircularGmm | Target::RingMixture { .. } => {
                 "normflows energy target"
             }
-            Target::Phi4(_) => "phi^4 lattice field theory (math.md section 6)",
+            Target::Phi4(_) => "phi^4 lattice field theory (docs/mathematics.md, section 8)",
             _ => "FFJORD toy data",
         }
     }

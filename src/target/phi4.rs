@@ -1,4 +1,4 @@
-//! phi^4 lattice field theory (math.md section 6): a real scalar field on an
+//! phi^4 lattice field theory (docs/mathematics.md, section 8): a real scalar field on an
 //! L x L periodic lattice with `p(phi) ~ exp(-S(phi))`, in the standard
 //! convention (m^2, lambda; bijx's, no factor 1/2)
 //!

@@ -1,21 +1,9 @@
-//! 2D sample targets (math.md section 5): samplers, and log-densities where a
+//! 2D sample targets (docs/mathematics.md, section 7): samplers, and log-densities where a
 //! closed form (or a cheap quadrature) exists. Most are FFJORD's toy data.
 
 use crate::rng::Rng;
+use crate::stats::{log_normal_1d as log_normal, logsumexp};
 use std::f64::consts::{PI, TAU};
-
-/// `log N(x; 0, s^2)` in 1D.
-fn log_normal(x: f64, s: f64) -> f64 {
-    -0.5 * (x / s).powi(2) - s.ln() - 0.5 * TAU.ln()
-}
-
-fn logsumexp(v: &[f64]) -> f64 {
-    let m = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if m == f64::NEG_INFINITY {
-        return m;
-    }
-    m + v.iter().map(|x| (x - m).exp()).sum::<f64>().ln()
-}
 
 /// Log of the exponentially scaled Bessel function: log(I0(x) e^-x), x >= 0.
 fn log_i0e(x: f64) -> f64 {

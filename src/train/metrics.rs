@@ -3,21 +3,8 @@
 
 use crate::flow::Flow;
 use crate::rng::Rng;
+use crate::stats::{ess_fraction, imh_acceptance, log_normal, logsumexp};
 use crate::target::Target;
-use std::f64::consts::TAU;
-
-pub fn logsumexp(v: &[f64]) -> f64 {
-    let m = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if !m.is_finite() {
-        return m;
-    }
-    m + v.iter().map(|x| (x - m).exp()).sum::<f64>().ln()
-}
-
-/// `log N(z; 0, I)`.
-pub fn log_normal(z: &[f64]) -> f64 {
-    -0.5 * z.iter().map(|v| v * v).sum::<f64>() - 0.5 * z.len() as f64 * TAU.ln()
-}
 
 /// `log q(x)` for a batch (density direction).
 pub fn log_q(flow: &dyn Flow<f64>, x: &[f64]) -> Vec<f64> {
@@ -29,30 +16,6 @@ pub fn log_q(flow: &dyn Flow<f64>, x: &[f64]) -> Vec<f64> {
     (0..n)
         .map(|i| log_normal(&z[i * d..(i + 1) * d]) + ld[i])
         .collect()
-}
-
-/// ESS/N from log importance weights: `(sum w)^2 / (N sum w^2)`.
-pub fn ess_fraction(log_w: &[f64]) -> f64 {
-    let n = log_w.len() as f64;
-    let twice: Vec<f64> = log_w.iter().map(|v| 2.0 * v).collect();
-    (2.0 * logsumexp(log_w) - logsumexp(&twice) - n.ln()).exp()
-}
-
-/// Acceptance rate of independent Metropolis-Hastings over the proposals in
-/// order: x' replaces x with probability `min(1, w(x')/w(x))`.
-pub fn imh_acceptance(log_w: &[f64], rng: &mut Rng) -> f64 {
-    if log_w.len() < 2 {
-        return 0.0;
-    }
-    let mut current = log_w[0];
-    let mut accepted = 0usize;
-    for &proposal in &log_w[1..] {
-        if (proposal - current).exp() >= rng.uniform() {
-            current = proposal;
-            accepted += 1;
-        }
-    }
-    accepted as f64 / (log_w.len() - 1) as f64
 }
 
 /// Held-out negative log-likelihood (nats) on `n` fresh target samples.
@@ -105,4 +68,40 @@ pub fn reverse_metrics(
         ess: ess_fraction(&log_w),
         acceptance: imh_acceptance(&log_w, rng),
     })
+}
+
+/// KL(p || q) between two densities given as log values on the same grid
+/// cells, each normalized over the grid (cells where p is 0 add nothing).
+pub fn grid_kl(log_p: &[f64], log_q: &[f64]) -> Option<f64> {
+    let (zp, zq) = (logsumexp(log_p), logsumexp(log_q));
+    if !(zp.is_finite() && zq.is_finite()) {
+        return None;
+    }
+    let kl = log_p
+        .iter()
+        .zip(log_q)
+        .filter(|(p, _)| p.is_finite())
+        .map(|(&p, &q)| (p - zp).exp() * ((p - zp) - (q - zq)))
+        .sum::<f64>();
+    kl.is_finite().then_some(kl.max(0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_kl_is_zero_for_equal_densities_and_matches_the_formula() {
+        let log_p = [0.5f64.ln(), 0.5f64.ln(), f64::NEG_INFINITY];
+        assert!(grid_kl(&log_p, &[1.0, 1.0, 1.0]).unwrap() > 0.0);
+        // unnormalized q equal to p up to a constant: KL 0
+        let shifted: Vec<f64> = [0.5f64.ln(), 0.5f64.ln(), -50.0]
+            .iter()
+            .map(|v| v + 3.0)
+            .collect();
+        assert!(grid_kl(&log_p, &shifted).unwrap() < 1e-12);
+        // p = (1/2, 1/2, 0), q = (1/4, 1/4, 1/2): KL = log 2
+        let log_q = [0.25f64.ln(), 0.25f64.ln(), 0.5f64.ln()];
+        assert!((grid_kl(&log_p, &log_q).unwrap() - 2f64.ln()).abs() < 1e-12);
+    }
 }

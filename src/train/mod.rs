@@ -1,11 +1,12 @@
-//! Training: losses, Adam, metrics, and the CPU trainer behind the [`Trainer`]
-//! interface that the GPU backend shares.
+//! Training: what is minimized and how a trainer behaves ([`objective`]),
+//! Adam, the CPU trainer, the metrics, and a whole run's loop ([`config`]).
 
 pub mod adam;
+pub mod config;
+pub mod cpu;
 pub mod metrics;
-pub mod phi4;
-pub mod run;
-pub mod trainer;
+pub mod objective;
 
 pub use adam::Adam;
-pub use trainer::{CpuTrainer, Loss, TrainError, TrainSettings, Trainer, default_threads};
+pub use cpu::CpuTrainer;
+pub use objective::{Loss, TrainError, TrainSettings, Trainer, default_threads};

@@ -5,8 +5,8 @@
 use flowplay::flow::{Flow, FlowModel};
 #[cfg(not(target_arch = "wasm32"))]
 use flowplay::gpu::GpuContext;
+use flowplay::stats::log_normal;
 use flowplay::target::Target;
-use flowplay::train::metrics::log_normal;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub fn context() -> GpuContext {

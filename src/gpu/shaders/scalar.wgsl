@@ -1,5 +1,5 @@
-// The analytic scalar bijections in float32, mirroring src/bijection/ (math.md
-// section 1 with its stable forms). Raw parameters are mapped to constrained
+// The analytic scalar bijections in float32, mirroring src/bijection/ (docs/mathematics.md,
+// section 2, with its float32-stable forms). Raw parameters are mapped to constrained
 // ones here exactly as on the CPU.
 
 const LN_2: f32 = 0.6931471805599453;
@@ -23,7 +23,7 @@ fn sigmoid(t: f32) -> f32 {
     return e / (1.0 + e);
 }
 
-// asinh without overflow for large |x| or cancellation for small |x| (math.md 1.2).
+// asinh without overflow for large |x| or cancellation for small |x| (docs/mathematics.md, section 2.2).
 fn asinh_robust(x: f32) -> f32 {
     let a = abs(x);
     var r: f32;
@@ -97,7 +97,7 @@ fn cubic_rational_forward(b: CubicRational, x: f32) -> vec2<f32> {
     return vec2<f32>(x + b.alpha * u / d, log(fp));
 }
 
-// f^-1(y): math.md's expanded-discriminant Cardano form for p < 0, the
+// f^-1(y): the expanded-discriminant Cardano form for p < 0, the
 // hyperbolic form for p >= 0 (where v - p/(3v) would cancel near y = 0).
 fn cubic_rational_solve(b: CubicRational, y: f32) -> f32 {
     let alpha = b.alpha;

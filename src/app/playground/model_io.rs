@@ -4,7 +4,7 @@
 
 use super::settings::Settings;
 use crate::flow::{FlowKind, FlowModel, RadialConditioner};
-use crate::model_file::{model_from_json, model_to_json};
+use crate::run::model_file::{model_from_json, model_to_json};
 use serde_json::{Value, json};
 
 /// The export file of `model` at `step`, trained with `settings`.
@@ -13,7 +13,7 @@ pub fn export(model: &FlowModel<f64>, step: usize, settings: &Settings) -> Vec<u
         "model": model_to_json(model),
         "playground": {
             "settings": settings.to_query(),
-            "target": settings.target,
+            "target": settings.target.label(),
             "step": step,
         },
     });
@@ -66,7 +66,7 @@ pub fn import(bytes: &[u8], current: &Settings) -> Result<Imported, String> {
                 RadialConditioner::Fourier { .. } => FlowKind::RadialFourier,
             };
             settings.stack = f.spec.stack.len();
-            settings.family = f.spec.stack.layers()[0].name().to_string();
+            settings.family = f.spec.stack.layers()[0];
         }
         FlowModel::Coupling(f) => {
             if f.spec.dim != 2 {
@@ -79,7 +79,7 @@ pub fn import(bytes: &[u8], current: &Settings) -> Result<Imported, String> {
             settings.layers = f.spec.layers;
             settings.width = f.spec.width;
             settings.stack = f.spec.stack.len();
-            settings.family = f.spec.stack.layers()[0].name().to_string();
+            settings.family = f.spec.stack.layers()[0];
         }
         FlowModel::Elementwise(_) | FlowModel::Lattice(_) => {
             return Err(
@@ -97,6 +97,8 @@ pub fn import(bytes: &[u8], current: &Settings) -> Result<Imported, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::playground::settings::TargetChoice;
+    use crate::bijection::Family;
     use crate::flow::Flow;
     use crate::rng::Rng;
 
@@ -104,9 +106,9 @@ mod tests {
     fn an_exported_model_imports_as_the_same_model_and_settings() {
         for flow in [FlowKind::RadialFourier, FlowKind::Coupling] {
             let settings = Settings {
-                target: "moons".into(),
+                target: TargetChoice::Preset("moons"),
                 flow,
-                family: "sinh".into(),
+                family: Family::Sinh,
                 stack: 3,
                 layers: 2,
                 width: 8,
@@ -114,7 +116,7 @@ mod tests {
                 ..Settings::default()
             };
             let mut rng = Rng::seeded(2);
-            let mut model = settings.flow_config().unwrap().build(2, &mut rng).unwrap();
+            let mut model = settings.flow_config().build(2, &mut rng).unwrap();
             // trained-looking parameters, not the initial ones
             match &mut model {
                 FlowModel::Radial(f) => f.params_mut().iter_mut().for_each(|v| *v += 0.1),

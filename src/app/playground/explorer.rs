@@ -4,6 +4,8 @@
 //! map r -> f(r), one curve per direction for the angle-dependent flow, with a
 //! direct flow's parameters editable by hand while paused.
 
+use super::Playground;
+use super::session::Status;
 use crate::bijection::{Family, ParamSpec, Scalar};
 use crate::flow::{FlowModel, RadialConditioner, RadialFlow};
 use eframe::egui::{self, Color32, Pos2, Sense, Shape, Stroke, Vec2};
@@ -376,6 +378,57 @@ fn radius_plot(ui: &mut egui::Ui, radii: &[f64], maps: &[Vec<f64>]) {
         font,
         text,
     );
+}
+
+impl Playground {
+    /// The bijection explorer window, while open.
+    pub(super) fn explorer_ui(&mut self, ctx: &egui::Context) {
+        let Some(explorer) = &mut self.windows.explorer else {
+            return;
+        };
+        let mut open = true;
+        let mut edited = None;
+        let paused = self
+            .session
+            .as_ref()
+            .is_some_and(|s| s.status != Status::Running);
+        if !paused {
+            self.windows.hand_model = None;
+        }
+        let model = self.windows.hand_model.clone().or_else(|| {
+            self.session
+                .as_ref()
+                .and_then(|s| s.model())
+                .map(|(_, m)| m)
+        });
+        egui::Window::new("Bijection explorer")
+            .open(&mut open)
+            .default_pos([560.0, 30.0])
+            .default_height(720.0)
+            .vscroll(true)
+            .show(ctx, |ui| {
+                egui::CollapsingHeader::new("one scalar map")
+                    .default_open(true)
+                    .show(ui, |ui| explorer.map_ui(ui));
+                egui::CollapsingHeader::new("this run's radial flow")
+                    .default_open(true)
+                    .show(ui, |ui| match &model {
+                        Some(model) => edited = radial_ui(ui, model, paused),
+                        None => {
+                            ui.label("The model is on its way from the GPU.");
+                        }
+                    });
+            });
+        if !open {
+            self.windows.explorer = None;
+        }
+        if let (Some(model), Some(session)) = (edited, &mut self.session) {
+            match session.set_model(&model) {
+                Ok(()) => self.windows.hand_model = Some(model),
+                Err(e) => self.message = Some(e),
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -5,11 +5,12 @@
 //! acceptance, reverse KL) and the mode-collapse measure: the fraction of raw
 //! flow samples with M > 0, exactly 1/2 under the Z2-symmetric target.
 
-use super::phi4_run::{BINS, Measurements, Phi4Observables, histogram};
+use super::observables::{BINS, Measurements, Phi4Observables};
 use crate::flow::Flow;
 use crate::rng::Rng;
+use crate::stats::histogram;
+use crate::stats::{ess_fraction, log_normal, logsumexp};
 use crate::target::phi4::Phi4;
-use crate::train::metrics::{ess_fraction, log_normal, logsumexp};
 
 /// Flow samples drawn at a time (bounds the memory of the flow's pass).
 const CHUNK: usize = 512;

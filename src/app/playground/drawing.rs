@@ -1,7 +1,8 @@
 //! Draw-your-own targets: a small canvas painted with a soft brush; the paint
 //! becomes a density (an [`ImageDensity`] over the same square the view shows).
 
-use super::views;
+use super::Playground;
+use crate::app::widgets::colour::colour;
 use crate::target::ImageDensity;
 use eframe::egui::{self, Color32, Rect, Sense, Vec2};
 
@@ -84,7 +85,7 @@ impl Drawing {
                     let cell = rect.width() / CELLS as f32;
                     self.paint_at((p.x - rect.left()) / cell, (p.y - rect.top()) / cell);
                 }
-                painter.rect_filled(rect, 0.0, views::colour(0.0));
+                painter.rect_filled(rect, 0.0, colour(0.0));
                 let cell = rect.width() / CELLS as f32;
                 for (i, &v) in self.paint.iter().enumerate() {
                     if v > 0.01 {
@@ -93,7 +94,7 @@ impl Drawing {
                         painter.rect_filled(
                             Rect::from_min_size(min, Vec2::splat(cell)),
                             0.0,
-                            views::colour(v),
+                            colour(v),
                         );
                     }
                 }
@@ -122,6 +123,20 @@ impl Drawing {
             action = DrawingAction::Close;
         }
         action
+    }
+}
+
+impl Playground {
+    /// The drawing window, while open.
+    pub(super) fn drawing_ui(&mut self, ctx: &egui::Context) {
+        let Some(drawing) = &mut self.windows.drawing else {
+            return;
+        };
+        match drawing.window(ctx) {
+            DrawingAction::Nothing => {}
+            DrawingAction::Close => self.windows.drawing = None,
+            DrawingAction::Use(density) => self.use_drawing(density),
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! The JSON model format, read by `flowplay eval` and written by `flowplay train`
-//! (and the app's export). Parameters are named as in math.md; saved models also
+//! (and the app's export). Parameters are named as in docs/mathematics.md; saved models also
 //! carry their raw values, which take precedence on reading so a reload is exact.
 //!
 //! ```json

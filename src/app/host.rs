@@ -1,0 +1,476 @@
+//! One trainer host for both pages: a run's trainer on the CPU, stepped inside
+//! the frame within a time budget, or on the GPU, handed to an asynchronous
+//! task with its steps and, when asked, a job that draws what the views need.
+//! A browser cannot wait for the GPU inside a frame, so what a task produces
+//! comes back through an inbox a frame or two later; natively the task runs to
+//! completion at once. Divergence, checkpoints and moving a run between the
+//! GPU and the CPU are handled here, once.
+
+use super::web::spawn;
+use crate::flow::FlowModel;
+use crate::gpu::{GpuContext, GpuTrainer};
+use crate::target::Target;
+use crate::train::{CpuTrainer, TrainError, TrainSettings, Trainer};
+use std::cell::RefCell;
+use std::future::Future;
+use std::rc::Rc;
+use web_time::{Duration, Instant};
+
+/// A checkpoint of the parameters is kept every this many steps.
+pub const CHECKPOINT_EVERY: usize = 200;
+/// A loss above this stops the run as diverged.
+const LOSS_LIMIT: f64 = 1e6;
+
+/// Why a run trains on the CPU.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CpuReason {
+    /// The page has no GPU (yet, or at all; the page's GPU status says why).
+    NoGpu,
+    /// The user unticked "train on the GPU".
+    Chosen,
+    /// The GPU is a software adapter, on which this page trains faster on the CPU.
+    SoftwareAdapter,
+    /// The Z2 radial flow keeps its centre fixed, which only the CPU trainer does.
+    FixedCentre,
+    /// The GPU kernels cannot train this flow or target (the reason).
+    Unsupported(String),
+    /// The GPU device was lost while the run trained there.
+    Lost(String),
+}
+
+impl CpuReason {
+    /// The reason for the user, where one is worth showing beside the device.
+    pub fn note(&self) -> Option<String> {
+        match self {
+            Self::NoGpu | Self::Chosen => None,
+            Self::SoftwareAdapter => Some("the GPU is emulated in software, slower here".into()),
+            Self::FixedCentre => Some("the Z2 radial flow's fixed centre is the CPU's".into()),
+            Self::Unsupported(why) => Some(format!("the GPU cannot: {why}")),
+            Self::Lost(why) => Some(format!("the GPU device was lost: {why}")),
+        }
+    }
+}
+
+/// Where a run is asked to train: on this GPU, or on the CPU for a reason.
+pub type GpuOffer = Result<GpuContext, CpuReason>;
+
+/// Work a GPU task does after its training steps: reading what the views need
+/// from the trainer's kernels. `step` is the run's step count at that point.
+pub trait GpuJob: 'static {
+    type Output: 'static;
+    fn run(
+        self,
+        trainer: &mut GpuTrainer,
+        step: usize,
+    ) -> impl Future<Output = Result<Self::Output, String>>;
+}
+
+/// What a run is started with.
+pub struct HostSpec {
+    pub model: FlowModel<f64>,
+    pub target: Target,
+    pub settings: TrainSettings,
+    /// hold the first `dim` parameters (a radial flow's centre) fixed
+    pub fixed_centre: bool,
+}
+
+/// What training did since the last frame.
+pub struct Progress<O> {
+    /// (step, batch loss) of each step taken
+    pub losses: Vec<(usize, f64)>,
+    /// what the GPU job produced
+    pub output: Option<O>,
+    /// why training stopped (the trainer kept its last good parameters)
+    pub stopped: Option<String>,
+    /// seconds the steps took
+    pub seconds: f64,
+}
+
+impl<O> Default for Progress<O> {
+    fn default() -> Self {
+        Self {
+            losses: Vec::new(),
+            output: None,
+            stopped: None,
+            seconds: 0.0,
+        }
+    }
+}
+
+/// What a GPU task hands back.
+struct Returned<O> {
+    losses: Vec<f64>,
+    first_step: usize,
+    output: Option<O>,
+    error: Option<String>,
+    checkpoint: Option<(usize, FlowModel<f64>)>,
+    seconds: f64,
+}
+
+/// The GPU trainer's home between tasks, and what the last task returned.
+struct Inbox<O> {
+    /// the trainer, when no task holds it
+    trainer: Option<GpuTrainer>,
+    returned: Option<Returned<O>>,
+    steps_done: usize,
+}
+
+enum Backend<O> {
+    Cpu(Box<dyn Trainer>),
+    Gpu(Rc<RefCell<Inbox<O>>>),
+}
+
+/// A run's trainer, wherever it trains.
+pub struct TrainerHost<J: GpuJob> {
+    backend: Backend<J::Output>,
+    /// where it trains, e.g. "GPU (llvmpipe, f32)" or "CPU (2 threads, f32)"
+    pub device: String,
+    /// why it trains on the CPU, when it does
+    pub cpu_reason: Option<CpuReason>,
+    gpu: Option<GpuContext>,
+    /// steps taken before this trainer took over (after a move)
+    step_offset: usize,
+    learning_rate: f64,
+    /// a learning rate for the GPU trainer when it is next home
+    pending_lr: Option<f64>,
+    /// steps the next GPU task takes, sized to the frame budget
+    gpu_steps: usize,
+    /// the parameters at the last checkpoint
+    checkpoint: Option<(usize, FlowModel<f64>)>,
+}
+
+impl<J: GpuJob> TrainerHost<J> {
+    /// A trainer for `spec` on the offered GPU where its kernels can train
+    /// this flow and target, else on the CPU, with the reason.
+    pub fn new(spec: HostSpec, offer: GpuOffer) -> Result<Self, String> {
+        Self::at_step(spec, offer, 0)
+    }
+
+    /// As [`Self::new`], for a run that has already taken `step_offset` steps.
+    fn at_step(spec: HostSpec, offer: GpuOffer, step_offset: usize) -> Result<Self, String> {
+        let offer = match offer {
+            Ok(_) if spec.fixed_centre => Err(CpuReason::FixedCentre),
+            Ok(ctx) => match ctx.lost() {
+                Some(why) => Err(CpuReason::Lost(why)),
+                None => Ok(ctx),
+            },
+            Err(reason) => Err(reason),
+        };
+        let learning_rate = spec.settings.learning_rate;
+        let reason = match offer {
+            Ok(ctx) => {
+                let built = GpuTrainer::new(
+                    ctx.clone(),
+                    spec.model.clone(),
+                    spec.target.clone(),
+                    spec.settings.clone(),
+                );
+                match built {
+                    Ok(trainer) => {
+                        let inbox = Inbox {
+                            trainer: Some(trainer),
+                            returned: None,
+                            steps_done: 0,
+                        };
+                        let device = inbox.trainer.as_ref().map(GpuTrainer::backend);
+                        return Ok(Self {
+                            backend: Backend::Gpu(Rc::new(RefCell::new(inbox))),
+                            device: device.unwrap_or_default(),
+                            cpu_reason: None,
+                            gpu: Some(ctx),
+                            step_offset,
+                            learning_rate,
+                            pending_lr: None,
+                            gpu_steps: 1,
+                            checkpoint: None,
+                        });
+                    }
+                    Err(why) => CpuReason::Unsupported(why),
+                }
+            }
+            Err(reason) => reason,
+        };
+        let dim = spec.target.dim();
+        let mut trainer = CpuTrainer::<f32>::new(spec.model, spec.target, spec.settings)?;
+        if spec.fixed_centre {
+            trainer.freeze(0..dim);
+        }
+        Ok(Self {
+            device: trainer.backend(),
+            backend: Backend::Cpu(Box::new(trainer)),
+            cpu_reason: Some(reason),
+            gpu: None,
+            step_offset,
+            learning_rate,
+            pending_lr: None,
+            gpu_steps: 1,
+            checkpoint: None,
+        })
+    }
+
+    /// Whether the run trains on the GPU.
+    pub fn on_gpu(&self) -> bool {
+        matches!(self.backend, Backend::Gpu(_))
+    }
+
+    /// Whether a GPU task holds the trainer now.
+    pub fn busy(&self) -> bool {
+        match &self.backend {
+            Backend::Cpu(_) => false,
+            Backend::Gpu(inbox) => inbox.borrow().trainer.is_none(),
+        }
+    }
+
+    /// Steps taken so far (on the GPU: as far as the inbox has heard).
+    pub fn steps_done(&self) -> usize {
+        self.step_offset
+            + match &self.backend {
+                Backend::Cpu(t) => t.steps_done(),
+                Backend::Gpu(inbox) => inbox.borrow().steps_done,
+            }
+    }
+
+    /// The device a GPU run trains on.
+    pub fn gpu(&self) -> Option<&GpuContext> {
+        self.gpu.as_ref()
+    }
+
+    /// Why the GPU this run trains on was lost, if it was.
+    pub fn gpu_lost(&self) -> Option<String> {
+        self.gpu.as_ref().and_then(GpuContext::lost)
+    }
+
+    /// Adam's step size now.
+    pub fn learning_rate(&self) -> f64 {
+        self.learning_rate
+    }
+
+    /// The step size of the following steps (on the GPU from its next task).
+    pub fn set_learning_rate(&mut self, lr: f64) {
+        self.learning_rate = lr;
+        match &mut self.backend {
+            Backend::Cpu(t) => t.set_learning_rate(lr),
+            Backend::Gpu(_) => self.pending_lr = Some(lr),
+        }
+    }
+
+    /// The model now, with its step: on the CPU at once; on the GPU `None`
+    /// (its jobs read the model back with the views).
+    pub fn model(&self) -> Option<(usize, FlowModel<f64>)> {
+        match &self.backend {
+            Backend::Cpu(t) => Some((self.steps_done(), t.model())),
+            Backend::Gpu(_) => None,
+        }
+    }
+
+    /// Replaces the parameters (same structure; the optimizer's state is kept).
+    pub fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+        match &mut self.backend {
+            Backend::Cpu(t) => t.set_model(model),
+            Backend::Gpu(inbox) => match inbox.borrow_mut().trainer.as_mut() {
+                Some(t) => t.set_model(model),
+                None => Err("the GPU is busy; try again".into()),
+            },
+        }
+    }
+
+    /// The step of the checkpoint [`Self::restore_checkpoint`] brings back.
+    pub fn checkpoint_step(&self) -> Option<usize> {
+        self.checkpoint.as_ref().map(|(step, _)| *step)
+    }
+
+    /// The last checkpoint, if any.
+    pub fn checkpoint(&self) -> Option<&(usize, FlowModel<f64>)> {
+        self.checkpoint.as_ref()
+    }
+
+    /// Brings back the last checkpoint's parameters; returns its step.
+    pub fn restore_checkpoint(&mut self) -> Result<usize, String> {
+        let Some((step, model)) = self.checkpoint.clone() else {
+            return Err(format!(
+                "no checkpoint yet (one is kept every {CHECKPOINT_EVERY} steps)"
+            ));
+        };
+        self.set_model(&model)?;
+        Ok(step)
+    }
+
+    /// One frame of training: up to `steps` steps within `budget`. On the CPU
+    /// they run now. On the GPU this takes in what the last task handed back
+    /// and, when the trainer is home, hands it a task for the next steps (as
+    /// many as fit the budget at the measured pace, at most `steps`) followed
+    /// by `job`. A job given while a task holds the trainer is dropped.
+    pub fn frame(&mut self, steps: usize, budget: Duration, job: Option<J>) -> Progress<J::Output> {
+        match &self.backend {
+            Backend::Cpu(_) => self.cpu_frame(steps, budget),
+            Backend::Gpu(inbox) => {
+                let inbox = Rc::clone(inbox);
+                self.gpu_frame(&inbox, steps, budget, job)
+            }
+        }
+    }
+
+    fn cpu_frame(&mut self, steps: usize, budget: Duration) -> Progress<J::Output> {
+        let Backend::Cpu(trainer) = &mut self.backend else {
+            return Progress::default();
+        };
+        let mut progress = Progress::default();
+        let start = Instant::now();
+        while progress.losses.len() < steps && start.elapsed() < budget {
+            let step = self.step_offset + trainer.steps_done() + 1;
+            match trainer.step() {
+                Ok(loss) => {
+                    if let Some(why) = diverged(loss, step) {
+                        progress.stopped = Some(why);
+                        break;
+                    }
+                    progress.losses.push((step, loss));
+                    if step.is_multiple_of(CHECKPOINT_EVERY) {
+                        self.checkpoint = Some((step, trainer.model()));
+                    }
+                }
+                Err(e) => {
+                    progress.stopped = Some(stop_reason(&e));
+                    break;
+                }
+            }
+        }
+        progress.seconds = start.elapsed().as_secs_f64();
+        progress
+    }
+
+    fn gpu_frame(
+        &mut self,
+        inbox: &Rc<RefCell<Inbox<J::Output>>>,
+        steps: usize,
+        budget: Duration,
+        job: Option<J>,
+    ) -> Progress<J::Output> {
+        let (trainer, returned) = {
+            let mut home = inbox.borrow_mut();
+            if home.trainer.is_none() {
+                return Progress::default(); // a task holds it
+            }
+            (home.trainer.take(), home.returned.take())
+        };
+        let Some(mut trainer) = trainer else {
+            return Progress::default();
+        };
+        let progress = match returned {
+            Some(back) => self.take_back(back, budget),
+            None => Progress::default(),
+        };
+        if let Some(lr) = self.pending_lr.take() {
+            trainer.set_learning_rate(lr);
+        }
+        let steps = if progress.stopped.is_some() {
+            0
+        } else {
+            steps.min(self.gpu_steps)
+        };
+        if steps == 0 && job.is_none() {
+            inbox.borrow_mut().trainer = Some(trainer);
+            return progress;
+        }
+        let inbox = Rc::clone(inbox);
+        let offset = self.step_offset;
+        spawn(async move {
+            let before = offset + trainer.steps_done();
+            let start = Instant::now();
+            let (losses, mut error) = match trainer.steps_async(steps).await {
+                Ok(losses) => (losses, None),
+                Err(e) => (Vec::new(), Some(stop_reason(&e))),
+            };
+            let seconds = start.elapsed().as_secs_f64();
+            let after = offset + trainer.steps_done();
+            let checkpoint = if after / CHECKPOINT_EVERY > before / CHECKPOINT_EVERY {
+                Some((after, trainer.model_async().await))
+            } else {
+                None
+            };
+            let output = match job {
+                Some(job) if error.is_none() => match job.run(&mut trainer, after).await {
+                    Ok(output) => Some(output),
+                    Err(e) => {
+                        error = Some(format!("the GPU failed while drawing: {e}"));
+                        None
+                    }
+                },
+                _ => None,
+            };
+            let mut home = inbox.borrow_mut();
+            home.returned = Some(Returned {
+                losses,
+                first_step: before + 1,
+                output,
+                error,
+                checkpoint,
+                seconds,
+            });
+            home.steps_done = trainer.steps_done();
+            home.trainer = Some(trainer);
+        });
+        progress
+    }
+
+    /// What a task handed back, checked for divergence; sizes the next task.
+    fn take_back(&mut self, back: Returned<J::Output>, budget: Duration) -> Progress<J::Output> {
+        let mut progress = Progress {
+            seconds: back.seconds,
+            output: back.output,
+            ..Progress::default()
+        };
+        for (step, loss) in (back.first_step..).zip(back.losses) {
+            if let Some(why) = diverged(loss, step) {
+                progress.stopped = Some(why);
+                break;
+            }
+            progress.losses.push((step, loss));
+        }
+        if !progress.losses.is_empty() {
+            let per_step = back.seconds / progress.losses.len() as f64;
+            let fit = (budget.as_secs_f64() / per_step.max(1e-6)) as usize;
+            self.gpu_steps = fit.max(1);
+        }
+        // a lost device is not the run's fault: the page moves it to the CPU
+        if let Some(e) = back.error
+            && self.gpu_lost().is_none()
+        {
+            progress.stopped.get_or_insert(e);
+        }
+        if back.checkpoint.is_some() {
+            self.checkpoint = back.checkpoint;
+        }
+        progress
+    }
+
+    /// The same run from `model` at `step` on the offered GPU or the CPU
+    /// (Adam's moments start afresh): after a lost device, or onto a GPU
+    /// found later. The checkpoint is kept.
+    pub fn moved(
+        &self,
+        spec: HostSpec,
+        step: usize,
+        offer: GpuOffer,
+    ) -> Result<TrainerHost<J>, String> {
+        let mut host = Self::at_step(spec, offer, step)?;
+        host.checkpoint = self.checkpoint.clone();
+        Ok(host)
+    }
+}
+
+/// Why a loss stops the run, if it does.
+fn diverged(loss: f64, step: usize) -> Option<String> {
+    (!(loss.is_finite() && loss < LOSS_LIMIT)).then(|| {
+        format!(
+            "training diverged (loss {loss:.3e} at step {step}); lower the learning rate, or restore the last good state"
+        )
+    })
+}
+
+/// Why a failed step stops the run, for the user.
+pub fn stop_reason(e: &TrainError) -> String {
+    format!(
+        "{e}; the steps that produced it were undone. Lower the learning rate and play, or restore the last good state"
+    )
+}

@@ -1,0 +1,175 @@
+//! The lab's left panel: the couplings, the flow design, the run's buttons,
+//! diverged runs' way back, and where the runs train.
+
+use super::Phi4Lab;
+use super::settings::{FAMILIES, FLOWS, flow_name};
+use crate::app::web::{page_link, set_page_query};
+use eframe::egui;
+
+impl Phi4Lab {
+    /// The left panel, top to bottom.
+    pub(super) fn controls_ui(&mut self, ui: &mut egui::Ui) {
+        ui.heading("phi^4 lattice lab");
+        ui.label(
+            "Flows learn the phi^4 lattice field theory from its action alone \
+             (reverse KL), checked against Hamiltonian Monte Carlo.",
+        );
+        if let Some(m) = &self.message {
+            ui.colored_label(ui.visuals().warn_fg_color, m);
+        }
+        ui.separator();
+        self.couplings_ui(ui);
+        ui.separator();
+        self.design_ui(ui);
+        ui.separator();
+        self.buttons_ui(ui);
+        self.stopped_runs_ui(ui);
+        ui.separator();
+        self.device_ui(ui);
+    }
+
+    fn couplings_ui(&mut self, ui: &mut egui::Ui) {
+        let s = &mut self.settings;
+        ui.add(
+            egui::Slider::new(&mut s.size, 4..=16)
+                .step_by(2.0)
+                .text("lattice L"),
+        )
+        .on_hover_text("The lattice is L x L with periodic boundaries.");
+        ui.add(
+            egui::Slider::new(&mut s.m2, -8.0..=2.0)
+                .step_by(0.25)
+                .text("m^2"),
+        )
+        .on_hover_text(
+            "Mass term. With lambda it sets the phase: at m^2 = -4 the field is disordered for \
+             large lambda and orders into two modes (M > 0 or M < 0) for small lambda.",
+        );
+        ui.add(
+            egui::Slider::new(&mut s.lambda, 0.0..=16.0)
+                .step_by(0.25)
+                .text("lambda"),
+        )
+        .on_hover_text(
+            "Quartic coupling. At m^2 = -4, lambda = 8 is symmetric (<M> = 0, one broad mode); \
+                 lambda = 2 is broken (two modes, M > 0 and M < 0).",
+        );
+        ui.horizontal(|ui| {
+            if ui.button("symmetric point").clicked() {
+                s.m2 = -4.0;
+                s.lambda = 8.0;
+            }
+            if ui.button("broken point").clicked() {
+                s.m2 = -4.0;
+                s.lambda = 2.0;
+            }
+        });
+    }
+
+    fn design_ui(&mut self, ui: &mut egui::Ui) {
+        let s = &mut self.settings;
+        egui::ComboBox::from_label("flow")
+            .selected_text(flow_name(s.flow))
+            .show_ui(ui, |ui| {
+                for (kind, what) in FLOWS.into_iter().zip(["checkerboard, conv", "whole field"]) {
+                    ui.selectable_value(&mut s.flow, kind, format!("{} ({what})", flow_name(kind)));
+                }
+            });
+        egui::ComboBox::from_label("family")
+            .selected_text(s.family.name())
+            .show_ui(ui, |ui| {
+                for f in FAMILIES {
+                    ui.selectable_value(&mut s.family, f, f.name());
+                }
+            });
+        ui.checkbox(&mut s.z2, "Z2-equivariant (odd)")
+            .on_hover_text(
+                "Odd site maps with an even/odd conditioner (coupling) or the centre fixed at 0 \
+                 (radial): the flow's density is symmetric under phi -> -phi, so it cannot \
+                 collapse onto one sign of M.",
+            );
+        let lr_changed = ui
+            .add(
+                egui::Slider::new(&mut s.learning_rate, 1e-4..=3e-2)
+                    .logarithmic(true)
+                    .text("learning rate"),
+            )
+            .on_hover_text("Adam's step size, applied at once.")
+            .changed();
+        ui.add(egui::Slider::new(&mut s.batch, 16..=256).text("batch"))
+            .on_hover_text("Flow samples a training step; applied by Reset or Compare.");
+        if lr_changed {
+            let lr = s.learning_rate;
+            for run in &mut self.runs {
+                run.host.set_learning_rate(lr);
+            }
+        }
+    }
+
+    fn buttons_ui(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal(|ui| {
+            let play = if self.running { "Pause" } else { "Play" };
+            if ui.button(play).on_hover_text("space").clicked() {
+                self.toggle_play();
+            }
+            if ui.button("Reset").clicked() {
+                self.reset();
+            }
+        });
+        if ui
+            .button("Compare: affine vs analytic vs Z2")
+            .on_hover_text(
+                "Trains three coupling flows side by side on these couplings: affine (RealNVP), \
+                 the chosen analytic family, and its Z2-equivariant design.",
+            )
+            .clicked()
+        {
+            self.compare();
+        }
+        if ui
+            .button("Copy link")
+            .on_hover_text("Copies a link that opens the lab with these settings.")
+            .clicked()
+        {
+            let query = self.settings.to_query();
+            ui.ctx().copy_text(page_link(&query));
+            set_page_query(&query);
+        }
+    }
+
+    /// Each stopped run's reason, and the way to go on from its last good state.
+    fn stopped_runs_ui(&mut self, ui: &mut egui::Ui) {
+        let mut resume = None;
+        for (k, run) in self.runs.iter().enumerate() {
+            if let Some(why) = &run.stopped {
+                ui.colored_label(ui.visuals().error_fg_color, format!("{}: {why}", run.label));
+                if ui
+                    .button("Go on from the last good state (half the learning rate)")
+                    .clicked()
+                {
+                    resume = Some(k);
+                }
+            }
+        }
+        if let Some(k) = resume {
+            self.resume(k);
+        }
+    }
+
+    fn device_ui(&mut self, ui: &mut egui::Ui) {
+        if let Some(gpu) = self.gpu.context().filter(|g| g.lost().is_none()) {
+            ui.checkbox(&mut self.prefer_gpu, "train on the GPU")
+                .on_hover_text("Applied by Reset and Compare.");
+            if gpu.software {
+                ui.label(
+                    "This GPU is emulated in software: the CPU trains the lattice flows faster.",
+                );
+            }
+        }
+        let mut devices: Vec<&str> = self.runs.iter().map(|r| r.host.device.as_str()).collect();
+        devices.dedup();
+        for device in devices {
+            ui.label(format!("Training on: {device}"));
+        }
+    }
+}

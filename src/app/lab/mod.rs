@@ -1,0 +1,416 @@
+//! The phi^4 lab: flows trained on the lattice field by reverse KL, live, next
+//! to an HMC reference: field configurations as heat maps, the magnetization
+//! histogram of flow samples over HMC's, and ESS/N, IMH acceptance and the
+//! fraction of samples with M > 0 over training. "Compare" trains an affine
+//! coupling flow, an analytic-family one and a Z2-equivariant one side by
+//! side on the same couplings, so mode collapse and its cure are seen.
+//!
+//! Runs train on the GPU where the page has a hardware one (a software
+//! adapter is offered, not chosen) and on the CPU otherwise, through the
+//! app's trainer host; either way the measurements are made on the CPU from
+//! 256 flow samples. `settings` (and the URL), `run` (one flow), `controls`
+//! (left panel) and `views` (centre and bottom).
+
+pub mod controls;
+pub mod run;
+pub mod settings;
+pub mod views;
+
+use super::gpu_status::SharedGpu;
+use super::host::{CpuReason, GpuOffer, HostSpec};
+use crate::bijection::Family;
+use crate::gpu::GpuContext;
+use crate::mcmc::hmc::HmcSettings;
+use crate::phi4::design::Design;
+use crate::phi4::estimates::{estimate_from_samples, flow_samples};
+use crate::phi4::reference::{Phi4Reference, reference};
+use crate::rng::Rng;
+use crate::target::Target;
+use crate::target::phi4::Phi4;
+use crate::train::config::{Precision, RunConfig, initial_model};
+use crate::train::{Loss, TrainSettings, default_threads};
+use eframe::egui::{self, Color32};
+use run::{LabRun, SampleJob};
+use settings::LabSettings;
+use web_time::{Duration, Instant};
+
+/// Flow samples drawn for each measurement (ESS/N, acceptance, histogram).
+const MEASURE_SAMPLES: usize = 256;
+/// Training steps between measurements of a run.
+const MEASURE_EVERY: usize = 20;
+/// Field configurations shown per run (the first of the measured samples).
+const FIELDS: usize = 4;
+/// The most training steps one GPU task takes (its losses come back together).
+const MAX_GPU_STEPS: usize = 32;
+/// HMC trajectories of the reference on an 8 x 8 lattice; larger lattices get
+/// fewer (the two-point function costs V^2 a trajectory), so a reset at L = 16
+/// stays near a second in the browser.
+const HMC_TRAJECTORIES: usize = 4000;
+
+/// The reference's trajectories on a lattice of `volume` sites.
+fn hmc_trajectories(volume: usize) -> usize {
+    (HMC_TRAJECTORIES * 64 / volume.max(1)).clamp(1000, HMC_TRAJECTORIES)
+}
+
+/// Line colours of the runs (affine, analytic, Z2 in a comparison).
+const COLOURS: [Color32; 3] = [
+    Color32::from_rgb(230, 120, 50),
+    Color32::from_rgb(70, 150, 230),
+    Color32::from_rgb(90, 190, 90),
+];
+
+/// The lab: its settings, the runs training side by side, and the reference.
+pub struct Phi4Lab {
+    /// the settings being edited (applied by Reset and Compare)
+    pub settings: LabSettings,
+    /// the theory the runs train on
+    model: Option<Phi4>,
+    /// one run, or the three of a comparison
+    pub runs: Vec<LabRun>,
+    /// HMC on the runs' lattice and couplings
+    pub reference: Option<Phi4Reference>,
+    /// whether the runs train each frame
+    pub running: bool,
+    /// why the last reset failed, or what its link had that was ignored
+    pub message: Option<String>,
+    /// the page's GPU
+    gpu: SharedGpu,
+    /// the GPU the runs were offered when they started
+    offered: Option<GpuContext>,
+    /// whether new runs train on the GPU when there is one (not at first on a
+    /// software adapter: emulated, the lattice kernels run far slower than
+    /// the CPU trainer, 7 s against 45 ms a step in headless Chromium)
+    pub prefer_gpu: bool,
+    /// the designs of the runs (to start them again on a GPU found late)
+    designs: Vec<Design>,
+    rng: Rng,
+}
+
+impl Phi4Lab {
+    /// The lab for `settings`: one run, paused at step 0, and its HMC
+    /// reference; runs train on the page's GPU where it has one.
+    pub fn new(settings: LabSettings, gpu: SharedGpu) -> Self {
+        let prefer_gpu = gpu.context().is_none_or(|g| !g.software);
+        let mut lab = Self {
+            settings,
+            model: None,
+            runs: Vec::new(),
+            reference: None,
+            running: false,
+            message: None,
+            offered: gpu.context(),
+            gpu,
+            prefer_gpu,
+            designs: Vec::new(),
+            rng: Rng::seeded(7),
+        };
+        lab.reset();
+        lab
+    }
+
+    /// The GPU a new run is offered, or why none.
+    fn offer(&self) -> GpuOffer {
+        match self.gpu.context().filter(|g| g.lost().is_none()) {
+            Some(g) if self.prefer_gpu => Ok(g),
+            Some(g) if g.software => Err(CpuReason::SoftwareAdapter),
+            Some(_) => Err(CpuReason::Chosen),
+            None => Err(CpuReason::NoGpu),
+        }
+    }
+
+    /// One run of the chosen design, paused at step 0.
+    pub fn reset(&mut self) {
+        let s = self.settings.clone();
+        let designs = s.design(s.family, s.z2).map(|d| vec![d]);
+        self.start(designs);
+    }
+
+    /// An affine coupling flow, the chosen analytic family's, and the
+    /// Z2-equivariant design of that family, side by side, running.
+    pub fn compare(&mut self) {
+        let s = LabSettings {
+            flow: crate::flow::FlowKind::Lattice,
+            ..self.settings.clone()
+        };
+        let family = if s.family == Family::Affine {
+            Family::CubicRational
+        } else {
+            s.family
+        };
+        let designs = [
+            s.design(Family::Affine, false),
+            s.design(family, false),
+            s.design(family, true),
+        ]
+        .into_iter()
+        .collect();
+        self.start(designs);
+        self.running = self.message.is_none();
+    }
+
+    fn start(&mut self, designs: Result<Vec<Design>, String>) {
+        self.running = false;
+        let built = designs.and_then(|designs| {
+            let model = self.settings.model()?;
+            let runs = designs
+                .iter()
+                .enumerate()
+                .map(|(k, d)| self.new_run(&model, d, COLOURS[k % COLOURS.len()]))
+                .collect::<Result<Vec<_>, String>>()?;
+            Ok((model, runs, designs))
+        });
+        match built {
+            Ok((model, runs, designs)) => {
+                self.designs = designs;
+                let same_theory = self
+                    .model
+                    .is_some_and(|m| m.size == model.size && m.couplings == model.couplings)
+                    && self.reference.is_some();
+                if !same_theory {
+                    let hmc = HmcSettings {
+                        trajectories: hmc_trajectories(model.volume()),
+                        thermalize: 500,
+                        ..HmcSettings::default()
+                    };
+                    self.reference = reference(&model, &hmc, |_, _| {}).ok();
+                }
+                self.model = Some(model);
+                self.runs = runs;
+                self.message = None;
+                self.offered = self.gpu.context();
+                for k in 0..self.runs.len() {
+                    self.measure_on_cpu(k);
+                }
+            }
+            Err(e) => self.message = Some(e),
+        }
+    }
+
+    fn new_run(&self, model: &Phi4, design: &Design, colour: Color32) -> Result<LabRun, String> {
+        let s = &self.settings;
+        let config = RunConfig {
+            target: Target::Phi4(*model),
+            flow: design.flow_for(model),
+            steps: 0,
+            settings: TrainSettings {
+                batch: s.batch,
+                learning_rate: s.learning_rate,
+                seed: s.seed,
+                loss: Loss::ReverseKl,
+                threads: default_threads(),
+            },
+            precision: Precision::F32,
+            eval_samples: MEASURE_SAMPLES,
+        };
+        let spec = HostSpec {
+            model: initial_model(&config)?,
+            target: config.target,
+            settings: config.settings,
+            fixed_centre: design.flow.fixed_centre(),
+        };
+        LabRun::new(design.label(), colour, spec, self.offer())
+    }
+
+    /// Trains every run for about `budget`: GPU runs take in what their last
+    /// task returned and start the next (with the latent fields to sample
+    /// when a measurement is due); CPU runs share the budget, each measured
+    /// every [`MEASURE_EVERY`] steps.
+    pub fn train_for(&mut self, budget: Duration) {
+        for k in 0..self.runs.len() {
+            if self.runs[k].on_gpu() {
+                self.gpu_frame(k, budget);
+            }
+        }
+        if !self.running {
+            return;
+        }
+        if self.runs.iter().all(|r| r.stopped.is_some()) {
+            self.running = false;
+            return;
+        }
+        let start = Instant::now();
+        loop {
+            let active: Vec<usize> = (0..self.runs.len())
+                .filter(|&k| !self.runs[k].on_gpu() && self.runs[k].stopped.is_none())
+                .collect();
+            let spent = start.elapsed();
+            if active.is_empty() || spent >= budget {
+                break;
+            }
+            let share = (budget - spent) / active.len() as u32;
+            for k in active {
+                let run = &mut self.runs[k];
+                let to_measurement = MEASURE_EVERY - run.steps() % MEASURE_EVERY;
+                let progress = run.host.frame(to_measurement, share, None);
+                run.take(progress);
+                if run.steps().is_multiple_of(MEASURE_EVERY) {
+                    self.measure_on_cpu(k);
+                }
+            }
+        }
+    }
+
+    /// One frame of GPU run `k`: what its last task returned, then the next
+    /// task's steps and, when a measurement is due, the latent fields to sample.
+    fn gpu_frame(&mut self, k: usize, budget: Duration) {
+        let Some(model) = self.model else { return };
+        let running = self.running;
+        let run = &mut self.runs[k];
+        if run.host.busy() {
+            return;
+        }
+        if let Some(why) = run.host.gpu_lost() {
+            run.stopped.get_or_insert(format!(
+                "the GPU device was lost ({why}); Reset trains on the CPU"
+            ));
+            return;
+        }
+        let done = run.steps();
+        let due = run
+            .measured_at
+            .is_none_or(|at| done / MEASURE_EVERY > at / MEASURE_EVERY);
+        let job = due.then(|| {
+            run.measured_at = Some(done);
+            SampleJob {
+                latent: (0..MEASURE_SAMPLES * model.volume())
+                    .map(|_| self.rng.normal() as f32)
+                    .collect(),
+            }
+        });
+        let steps = if running && run.stopped.is_none() {
+            MAX_GPU_STEPS
+        } else {
+            0
+        };
+        let progress = run.host.frame(steps, budget, job);
+        if let Some(samples) = run.take(progress) {
+            self.record(k, samples.step, &samples.fields, &samples.log_q);
+        }
+    }
+
+    /// Measures CPU run `k` now: its samples' ESS/N, acceptance, M > 0
+    /// fraction, corrected observables and a few configurations.
+    fn measure_on_cpu(&mut self, k: usize) {
+        let run = &mut self.runs[k];
+        let Some((step, model)) = run.host.model() else {
+            return;
+        };
+        if run.measured_at == Some(step) {
+            return;
+        }
+        run.measured_at = Some(step);
+        let (fields, log_q) = flow_samples(model.as_flow(), MEASURE_SAMPLES, &mut self.rng);
+        self.record(k, step, &fields, &log_q);
+    }
+
+    /// Run `k`'s measurement at `step` from flow samples (fields n x V, log q).
+    fn record(&mut self, k: usize, step: usize, fields: &[f64], log_q: &[f64]) {
+        let Some(model) = self.model else {
+            return;
+        };
+        let run = &mut self.runs[k];
+        match estimate_from_samples(&model, fields, log_q, &mut self.rng) {
+            Ok(e) => {
+                run.ess.push((step, e.ess));
+                run.acceptance.push((step, e.acceptance));
+                run.positive.push((step, e.positive_fraction));
+                run.estimates = Some(e);
+            }
+            Err(e) => run.stopped = Some(e),
+        }
+        run.fields = fields
+            .chunks(model.volume())
+            .take(FIELDS)
+            .map(<[f64]>::to_vec)
+            .collect();
+    }
+
+    /// Takes the page's GPU as it is now: one found after the lab opened (a
+    /// browser answers late, often after a link's lab has started) starts
+    /// the runs again there if they are still in their first steps.
+    pub fn adopt_gpu(&mut self) {
+        let gpu = self.gpu.context().filter(|g| g.lost().is_none());
+        let found = gpu.is_some() && self.offered.is_none();
+        if !found {
+            return;
+        }
+        self.prefer_gpu = gpu.as_ref().is_some_and(|g| !g.software);
+        let early = self
+            .runs
+            .iter()
+            .all(|r| r.steps() < MEASURE_EVERY && !r.on_gpu());
+        if self.prefer_gpu && early && !self.designs.is_empty() {
+            let running = self.running;
+            self.start(Ok(self.designs.clone()));
+            self.running = running && self.message.is_none();
+        }
+        self.offered = gpu;
+    }
+
+    /// Plays or pauses (a run that stopped stays stopped).
+    pub fn toggle_play(&mut self) {
+        self.running = !self.running && self.runs.iter().any(|r| r.stopped.is_none());
+    }
+
+    /// Lets a diverged run go on from its last good state with half the step size.
+    fn resume(&mut self, k: usize) {
+        self.runs[k].resume();
+        self.running = true;
+    }
+
+    /// The lab's keys: space plays or pauses, r resets.
+    fn keyboard(&mut self, ui: &egui::Ui) {
+        if ui.ctx().egui_wants_keyboard_input() {
+            return;
+        }
+        let (space, r) =
+            ui.input(|i| (i.key_pressed(egui::Key::Space), i.key_pressed(egui::Key::R)));
+        if space {
+            self.toggle_play();
+        }
+        if r {
+            self.reset();
+        }
+    }
+
+    /// One frame of the lab: input, training, then its panels.
+    pub fn ui(&mut self, ui: &mut egui::Ui, budget: Duration) {
+        self.keyboard(ui);
+        self.adopt_gpu();
+        self.train_for(budget);
+        if self.running {
+            ui.ctx().request_repaint();
+        } else if self.runs.iter().any(|r| r.host.busy()) {
+            ui.ctx().request_repaint_after(Duration::from_millis(50));
+        }
+        egui::Panel::left("controls")
+            .resizable(false)
+            .default_size(260.0)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| self.controls_ui(ui));
+            });
+        egui::Panel::bottom("loss")
+            .default_size(150.0)
+            .show(ui, |ui| self.curves_ui(ui));
+        egui::CentralPanel::default().show(ui, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| self.views_ui(ui))
+        });
+    }
+
+    /// The first run's progress for the browser tab's title (the end-to-end
+    /// tests read it).
+    pub fn title(&self) -> String {
+        let mut title = String::from("Flow Playground | phi^4");
+        if let Some(run) = self.runs.first() {
+            title += &format!(" | step {}", run.steps());
+            if let Some(e) = &run.estimates {
+                title += &format!(" | ESS/N {:.3}", e.ess);
+            }
+            if let Some(ms) = run.ms_per_step() {
+                title += &format!(" | {ms:.1} ms a step");
+            }
+            title += if run.on_gpu() { " | GPU" } else { " | CPU" };
+        }
+        title
+    }
+}

@@ -1,0 +1,157 @@
+//! What the user chooses in the phi^4 lab, and its home in the URL.
+
+use crate::app::query::{apply_query, parse_in, pick, set_if};
+use crate::bijection::Family;
+use crate::flow::FlowKind;
+use crate::phi4::design::Design;
+use crate::target::phi4::{Couplings, Phi4};
+
+/// The flows the lab offers: the lattice coupling flow and the radial flow
+/// on the whole field.
+pub const FLOWS: [FlowKind; 2] = [FlowKind::Lattice, FlowKind::Radial];
+
+/// The families the lab offers.
+pub const FAMILIES: [Family; 4] = [
+    Family::CubicRational,
+    Family::Sinh,
+    Family::Cubic,
+    Family::Affine,
+];
+
+/// A lab flow's name in links and menus.
+pub fn flow_name(kind: FlowKind) -> &'static str {
+    match kind {
+        FlowKind::Lattice => "coupling",
+        other => other.name(),
+    }
+}
+
+/// What the user chooses in the lab (and its home in the URL).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LabSettings {
+    /// lattice side L (4 to 16, even)
+    pub size: usize,
+    pub m2: f64,
+    pub lambda: f64,
+    /// [`FlowKind::Lattice`] or [`FlowKind::Radial`]
+    pub flow: FlowKind,
+    pub family: Family,
+    pub z2: bool,
+    pub learning_rate: f64,
+    pub batch: usize,
+    pub seed: u64,
+}
+
+impl Default for LabSettings {
+    /// The symmetric point (m^2 = -4, lambda = 8) on an 8 x 8 lattice, with a
+    /// page-sized lattice coupling flow.
+    fn default() -> Self {
+        Self {
+            size: 8,
+            m2: -4.0,
+            lambda: 8.0,
+            flow: FlowKind::Lattice,
+            // the best plain and Z2 family in the README's comparison
+            family: Family::Sinh,
+            z2: false,
+            learning_rate: 3e-3,
+            batch: 64,
+            seed: 0,
+        }
+    }
+}
+
+impl LabSettings {
+    /// The settings as a URL query (without the `?`).
+    pub fn to_query(&self) -> String {
+        format!(
+            "lab=phi4&L={}&m2={}&lambda={}&flow={}&family={}&z2={}&lr={}&batch={}&seed={}",
+            self.size,
+            self.m2,
+            self.lambda,
+            flow_name(self.flow),
+            self.family.name(),
+            u8::from(self.z2),
+            self.learning_rate,
+            self.batch,
+            self.seed
+        )
+    }
+
+    /// Settings from a URL query: valid entries are used, the rest named.
+    pub fn from_query(query: &str) -> (Self, Vec<String>) {
+        let mut s = Self::default();
+        let ignored = apply_query(query, |key, value| match key {
+            "lab" => value == "phi4",
+            "L" => {
+                value.parse::<usize>().is_ok_and(|l| l % 2 == 0)
+                    && parse_in(&mut s.size, value, 4..=16)
+            }
+            "m2" => parse_in(&mut s.m2, value, -8.0..=4.0),
+            "lambda" => parse_in(&mut s.lambda, value, 0.0..=20.0),
+            "flow" => pick(&mut s.flow, value, &FLOWS, |&k| flow_name(k)),
+            "family" => pick(&mut s.family, value, &FAMILIES, |f| f.name()),
+            "z2" => set_if(&mut s.z2, value == "1", value == "0" || value == "1"),
+            "lr" => parse_in(&mut s.learning_rate, value, 1e-5..=0.1),
+            "batch" => parse_in(&mut s.batch, value, 8..=1024),
+            "seed" => parse_in(&mut s.seed, value, 0..=u64::MAX),
+            _ => false,
+        });
+        (s, ignored)
+    }
+
+    /// The couplings, checked (an action unbounded below is refused).
+    pub fn model(&self) -> Result<Phi4, String> {
+        Phi4::new(
+            self.size,
+            Couplings {
+                m2: self.m2,
+                lambda: self.lambda,
+            },
+        )
+    }
+
+    /// The design these settings describe, page-sized: 4 coupling layers of
+    /// 8 channels (the CLI's default is 8 layers), 8 copies for radial flows.
+    pub fn design(&self, family: Family, z2: bool) -> Result<Design, String> {
+        let mut design = Design::new(self.flow, family, z2)?;
+        design.flow.layers = 4;
+        if self.flow == FlowKind::Radial {
+            design.flow.stack = 8;
+        }
+        Ok(design)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lab link restores its settings; what is malformed or out of range
+    /// is named and left at the default.
+    #[test]
+    fn lab_links_round_trip_and_bad_entries_are_named() {
+        let s = LabSettings {
+            size: 12,
+            m2: -3.5,
+            lambda: 2.25,
+            flow: FlowKind::Radial,
+            family: Family::Sinh,
+            z2: true,
+            learning_rate: 0.001,
+            batch: 32,
+            seed: 9,
+        };
+        assert_eq!(LabSettings::from_query(&s.to_query()), (s, Vec::new()));
+        let (parsed, ignored) = LabSettings::from_query(
+            "?lab=phi4&L=5&m2=nan&lambda=3&family=spline&z2=yes&colour=red",
+        );
+        assert_eq!(parsed.lambda, 3.0);
+        assert_eq!(parsed.size, LabSettings::default().size);
+        assert_eq!(parsed.family, LabSettings::default().family);
+        assert_eq!(
+            ignored,
+            ["L=5", "m2=nan", "family=spline", "z2=yes", "colour=red"]
+        );
+    }
+}

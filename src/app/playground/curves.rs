@@ -1,0 +1,117 @@
+//! The playground's bottom panel: the loss curve, and beside it the metrics
+//! the target allows (held-out NLL, grid KL, reverse KL and ESS/N).
+
+use super::Playground;
+use super::session::{Metrics, Session};
+use crate::app::widgets::plots::{loss_ui, series_ui};
+use crate::target::TargetKind;
+use crate::train::Loss;
+use eframe::egui::{self, Vec2};
+
+/// A metric's (step, value) points.
+type Series = Vec<(usize, f64)>;
+
+/// One metric beside the loss: its title, points and what it means.
+struct SidePlot {
+    title: &'static str,
+    points: Series,
+    hover: &'static str,
+}
+
+/// The (step, value) points of one metric over the run.
+fn series(session: &Session, pick: fn(&Metrics) -> Option<f64>) -> Series {
+    session
+        .metrics
+        .iter()
+        .filter_map(|m| pick(m).map(|v| (m.step, v)))
+        .collect()
+}
+
+/// The metrics the session's target allows, in the order they are shown.
+fn side_plots(session: &Session) -> Vec<SidePlot> {
+    let mut side = Vec::new();
+    if session.loss() == Loss::ReverseKl {
+        side.push(SidePlot {
+            title: "ESS/N",
+            points: series(session, |m| m.ess),
+            hover: "Effective sample size of the flow's importance weights against the target, over N: 1 is perfect.",
+        });
+        side.push(SidePlot {
+            title: "reverse KL",
+            points: series(session, |m| m.reverse_kl),
+            hover: "KL(q || p) from 500 flow samples (with log Z estimated where it is not known).",
+        });
+    }
+    let grid = series(session, |m| m.grid_kl);
+    if !grid.is_empty() {
+        side.push(SidePlot {
+            title: "grid KL",
+            points: grid,
+            hover: "KL(target || model) on the view's grid: how far the heatmap is from the target's density.",
+        });
+    }
+    let held_out = series(session, |m| m.held_out_nll);
+    if !held_out.is_empty() {
+        side.push(SidePlot {
+            title: "held-out NLL",
+            points: held_out,
+            hover: "Mean -log q of 500 target samples never trained on; rising while the loss falls means overfitting.",
+        });
+    }
+    side
+}
+
+/// What the loss axis measures.
+fn loss_label(session: &Session) -> &'static str {
+    if session.target.kind() == TargetKind::Energy {
+        "reverse KL loss, KL - log Z (nats)"
+    } else if session.loss() == Loss::ReverseKl {
+        "reverse KL, mean of log q - log p over model samples (nats)"
+    } else {
+        "-log q of training batches (nats); orange: held-out samples"
+    }
+}
+
+impl Playground {
+    /// The loss curve, and beside it the metrics the target allows.
+    pub(super) fn curves_ui(&mut self, ui: &mut egui::Ui) {
+        let Some(session) = &self.session else {
+            return;
+        };
+        let side = side_plots(session);
+        // the held-out NLL shares the forward KL's units, not the reverse's
+        let overlay = match session.loss() {
+            Loss::ForwardKl => series(session, |m| m.held_out_nll),
+            Loss::ReverseKl => Vec::new(),
+        };
+        // up to two metrics in a column, more in two columns
+        let columns = if side.len() > 2 { 2 } else { 1 };
+        let side_width = match side.len() {
+            0 => 0.0,
+            _ => 250.0 * columns as f32,
+        };
+        let width = ui.available_width() - side_width - 8.0;
+        let mut loss_rect = None;
+        ui.horizontal(|ui| {
+            let size = Vec2::new(width, 130.0);
+            let response = loss_ui(ui, &session.losses, &overlay, loss_label(session), size);
+            loss_rect = Some(response.rect);
+            response.on_hover_text(
+                "The training loss at every step (thin) and its running mean (thick).",
+            );
+            let rows = side.len().div_ceil(columns);
+            for column in side.chunks(rows.max(1)) {
+                ui.vertical(|ui| {
+                    let height = 130.0 / rows as f32 - 2.0;
+                    for plot in column {
+                        series_ui(ui, plot.title, &plot.points, Vec2::new(244.0, height))
+                            .on_hover_text(plot.hover);
+                    }
+                });
+            }
+        });
+        if let Some(rect) = loss_rect {
+            self.views.rects.push(("loss", rect));
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! The 2D playground: pick a target and a flow, press play, and watch the
+//! density, the samples and the deformed grid change as the flow trains.
+//!
+//! `settings` (what the user chose, and its URL), `session` (the run and its
+//! metrics), `picture` (what the views draw), and one file per panel:
+//! `controls` (left), `views` (centre), `curves` (bottom), plus the windows
+//! (`explorer`, `drawing`, `help`) and `files` (uploads, exports, PNGs).
+
+pub mod controls;
+pub mod curves;
+pub mod drawing;
+pub mod explorer;
+pub mod files;
+pub mod help;
+pub mod lessons;
+pub mod model_io;
+pub mod picture;
+pub mod session;
+pub mod settings;
+pub mod views;
+
+use super::files::UploadSlot;
+use super::gpu_status::SharedGpu;
+use super::host::CpuReason;
+use crate::flow::FlowModel;
+use crate::target::Target;
+use eframe::egui;
+use session::{Session, Start, Status};
+use settings::{Settings, TargetChoice};
+use views::Views;
+use web_time::Duration;
+
+/// The windows the playground can open.
+#[derive(Default)]
+struct Windows {
+    drawing: Option<drawing::Drawing>,
+    explorer: Option<explorer::Explorer>,
+    /// a radial flow edited by hand in the explorer (while paused)
+    hand_model: Option<FlowModel<f64>>,
+    help: bool,
+}
+
+pub struct Playground {
+    /// the settings being edited (applied by Reset)
+    settings: Settings,
+    session: Option<Session>,
+    /// why the last reset failed, or what a shared link had that was ignored
+    message: Option<String>,
+    /// what the last action did (a file saved, a model imported)
+    notice: Option<String>,
+    /// the chosen lesson's settings and what it asks the user to watch
+    lesson: Option<(Settings, &'static str)>,
+    /// the density of an uploaded image or a drawing, which the settings'
+    /// target names
+    custom_target: Option<Target>,
+    /// an imported model for the next reset to start from
+    imported: Option<FlowModel<f64>>,
+    /// what the browser's file picker hands back
+    upload: UploadSlot,
+    views: Views,
+    windows: Windows,
+    /// the page's GPU
+    gpu: SharedGpu,
+    /// train on the GPU when there is one (the user may choose the CPU)
+    prefer_gpu: bool,
+    /// the page's frame rate, for the readout
+    frames_per_second: f64,
+}
+
+impl Playground {
+    /// The playground for `settings`, paused at step 0, training on `gpu`
+    /// once it is found.
+    pub fn new(settings: Settings, gpu: SharedGpu) -> Self {
+        let mut playground = Self {
+            settings,
+            session: None,
+            message: None,
+            notice: None,
+            lesson: None,
+            custom_target: None,
+            imported: None,
+            upload: UploadSlot::default(),
+            views: Views::default(),
+            windows: Windows::default(),
+            gpu,
+            prefer_gpu: true,
+            frames_per_second: 0.0,
+        };
+        playground.reset();
+        playground
+    }
+
+    /// The current training session, if the settings built one.
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
+    /// The settings being edited.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Shows `message` as a warning (e.g. what a link had that was ignored).
+    pub fn warn(&mut self, message: String) {
+        self.message = Some(message);
+    }
+
+    /// Starts over from the edited settings (a new model at step 0).
+    pub fn reset(&mut self) {
+        self.windows.hand_model = None;
+        let start = Start {
+            target: match self.settings.target {
+                TargetChoice::Preset(_) => None,
+                _ => self.custom_target.clone(),
+            },
+            model: self.imported.take(),
+        };
+        match Session::new(
+            self.settings.clone(),
+            start,
+            self.gpu.offer(self.prefer_gpu),
+        ) {
+            Ok(session) => {
+                self.session = Some(session);
+                self.message = None;
+            }
+            Err(e) => self.message = Some(format!("Could not set up this experiment: {e}")),
+        }
+        self.views.forget_textures();
+    }
+
+    /// Plays or pauses; a pause redraws the views where training stopped.
+    pub fn toggle_play(&mut self) {
+        if let Some(s) = &mut self.session {
+            s.status = match s.status {
+                Status::Running => Status::Paused,
+                _ => Status::Running,
+            };
+            if s.status == Status::Paused {
+                s.refresh_picture();
+            }
+        }
+    }
+
+    /// One training step, then paused.
+    pub fn single_step(&mut self) {
+        if let Some(s) = &mut self.session {
+            s.single_step();
+        }
+    }
+
+    /// Pauses a running run (the page switched away).
+    pub fn pause(&mut self) {
+        if let Some(s) = &mut self.session
+            && s.status == Status::Running
+        {
+            s.status = Status::Paused;
+        }
+    }
+
+    /// The keys of the playground: space, s, r and ?.
+    fn keyboard(&mut self, ui: &egui::Ui) {
+        if ui.ctx().egui_wants_keyboard_input() {
+            return;
+        }
+        let (space, s, r, help) = ui.input(|i| {
+            (
+                i.key_pressed(egui::Key::Space),
+                i.key_pressed(egui::Key::S),
+                i.key_pressed(egui::Key::R),
+                i.key_pressed(egui::Key::Questionmark),
+            )
+        });
+        if space {
+            self.toggle_play();
+        }
+        if s {
+            self.single_step();
+        }
+        if r {
+            self.reset();
+        }
+        if help {
+            self.windows.help = !self.windows.help;
+        }
+    }
+
+    /// Moves a CPU run that has not started onto a GPU that has just been found.
+    fn adopt_gpu(&mut self) {
+        if let Some(session) = &self.session
+            && self.gpu.context().is_some()
+            && self.prefer_gpu
+            && session.steps_done() == 0
+            && session.cpu_reason() == Some(&CpuReason::NoGpu)
+        {
+            self.reset();
+        }
+    }
+
+    /// Moves the run to the GPU (or the CPU), saying what happened.
+    fn move_run(&mut self, to_gpu: bool) {
+        let Some(session) = &mut self.session else {
+            return;
+        };
+        match session.move_to(self.gpu.offer(to_gpu)) {
+            Ok(()) => {
+                self.notice = Some(format!(
+                    "The run continues on {} from step {}.",
+                    session.device(),
+                    session.steps_done()
+                ));
+            }
+            Err(e) => self.message = Some(format!("The run could not move: {e}")),
+        }
+        self.views.forget_textures();
+    }
+
+    /// When the GPU device is lost (a driver reset, the browser reclaiming
+    /// it), the run goes on on the CPU from the model the views show.
+    fn survive_a_lost_gpu(&mut self) {
+        let Some(why) = self.session.as_ref().and_then(Session::gpu_lost) else {
+            return;
+        };
+        self.gpu.lose(format!("the GPU device was lost ({why})"));
+        let offer = Err(CpuReason::Lost(why.clone()));
+        match self.session.as_mut().map(|s| s.move_to(offer)) {
+            Some(Ok(())) => {
+                let step = self.session.as_ref().map_or(0, Session::steps_done);
+                self.message = Some(format!(
+                    "The GPU device was lost ({why}). Training goes on on the CPU from step {step}; 'Look for a GPU again' tries to get one back."
+                ));
+            }
+            _ => {
+                self.reset();
+                self.message = Some(format!(
+                    "The GPU device was lost ({why}) before the model could be saved; the run starts over on the CPU."
+                ));
+            }
+        }
+        self.views.forget_textures();
+    }
+
+    /// One frame of the playground: input, training, then its panels and windows.
+    pub fn ui(&mut self, ui: &mut egui::Ui, budget: Duration, frames_per_second: f64) {
+        self.frames_per_second = frames_per_second;
+        self.keyboard(ui);
+        self.take_files(ui.ctx());
+        self.finish_screenshot(ui.ctx());
+        self.adopt_gpu();
+        self.survive_a_lost_gpu();
+        if let Some(session) = &mut self.session {
+            session.frame(budget);
+            if session.status == Status::Running {
+                ui.ctx().request_repaint();
+            } else if session.on_gpu() {
+                // GPU results arrive asynchronously
+                ui.ctx().request_repaint_after(Duration::from_millis(100));
+            }
+        }
+        self.views.begin_frame();
+        egui::Panel::left("controls")
+            .resizable(false)
+            .default_size(260.0)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| self.controls_ui(ui));
+            });
+        egui::Panel::bottom("loss")
+            .default_size(150.0)
+            .show(ui, |ui| self.curves_ui(ui));
+        egui::CentralPanel::default().show(ui, |ui| self.views_ui(ui));
+        let ctx = ui.ctx().clone();
+        self.help_ui(&ctx);
+        self.drawing_ui(&ctx);
+        self.explorer_ui(&ctx);
+        self.save_requested_view(&ctx);
+    }
+
+    /// The run's progress for the browser tab's title (the end-to-end tests
+    /// read it).
+    pub fn title(&self) -> Option<String> {
+        let session = self.session.as_ref()?;
+        let device = if session.on_gpu() { "GPU" } else { "CPU" };
+        let name = session.settings.target.label();
+        Some(match session.losses.len() {
+            0 => format!("Flow Playground | {name} | {device} | step 0"),
+            n => {
+                let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len() as f32;
+                let k = n.min(20);
+                format!(
+                    "Flow Playground | {name} | {device} | step {n} | loss {:.3} (first {:.3})",
+                    mean(&session.losses[n - k..]),
+                    mean(&session.losses[..k])
+                )
+            }
+        })
+    }
+}

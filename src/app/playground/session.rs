@@ -1,0 +1,413 @@
+//! One training run in the playground: its trainer (on the GPU or the CPU,
+//! through the [`TrainerHost`]), its loss history and metrics, and what the
+//! views draw, refreshed on a schedule so training keeps most of each frame.
+
+use super::picture::{Picture, PictureJob, cpu_picture, grid_points, latent_samples};
+use super::settings::{Settings, loss_for};
+use crate::app::host::{CpuReason, GpuOffer, HostSpec, Progress, TrainerHost};
+use crate::flow::FlowModel;
+use crate::rng::Rng;
+use crate::target::{Target, TargetKind};
+use crate::train::metrics::{self, grid_kl};
+use crate::train::{Loss, TrainSettings, default_threads};
+use web_time::{Duration, Instant};
+
+/// Whether the session trains on its own each frame.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Status {
+    Paused,
+    Running,
+    /// Training stopped by itself (NaN, divergence); the reason for the user.
+    Stopped(String),
+}
+
+/// How the model does by measures other than its training loss, at one step
+/// (each where the target allows it).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Metrics {
+    pub step: usize,
+    /// mean -log q of held-out target samples (sample targets)
+    pub held_out_nll: Option<f64>,
+    /// KL(q || p) (energy targets; estimated where log Z is unknown)
+    pub reverse_kl: Option<f64>,
+    /// effective sample size of importance weights over N (energy targets)
+    pub ess: Option<f64>,
+    /// KL(p || q) between target and model on the view's grid (targets
+    /// with a known density)
+    pub grid_kl: Option<f64>,
+}
+
+/// The metrics are measured at most this often while training.
+const METRICS_INTERVAL: Duration = Duration::from_millis(300);
+
+/// Held-out samples and flow samples the metrics use.
+const METRIC_SAMPLES: usize = 500;
+
+/// What a run starts from besides its settings.
+#[derive(Clone, Default)]
+pub struct Start {
+    /// a target the settings cannot name (an uploaded image, a drawing)
+    pub target: Option<Target>,
+    /// a model to start from (an imported one) instead of a fresh one
+    pub model: Option<FlowModel<f64>>,
+}
+
+pub struct Session {
+    pub settings: Settings,
+    pub target: Target,
+    host: TrainerHost<PictureJob>,
+    /// the views want a redraw (on the GPU: with the next task)
+    picture_wanted: bool,
+    /// when the views were last recomputed
+    last_picture: Instant,
+    /// loss after every step
+    pub losses: Vec<f32>,
+    pub status: Status,
+    pub n_params: usize,
+    pub picture: Picture,
+    /// counts picture updates (the app redraws its texture when it changes)
+    pub picture_version: u64,
+    /// target samples (sample targets) or its density grid (energy targets)
+    pub target_samples: Vec<[f32; 2]>,
+    pub target_log_density: Vec<f32>,
+    rng: Rng,
+    /// steps per second over the last frames
+    pub steps_per_second: f64,
+    /// the metrics at each redraw of the views
+    pub metrics: Vec<Metrics>,
+    /// how long the last CPU redraw of the views took
+    picture_cost: Duration,
+    /// when the metrics were last measured
+    last_metrics: Option<Instant>,
+    /// target samples never trained on (sample targets)
+    held_out: Vec<f64>,
+    /// the target's log density on a grid of the views (its size, values)
+    target_grid: Option<(usize, Vec<f64>)>,
+}
+
+/// How a run of `settings` on `target` trains.
+fn train_settings(settings: &Settings, target: &Target) -> TrainSettings {
+    TrainSettings {
+        batch: settings.batch,
+        learning_rate: settings.learning_rate,
+        seed: settings.seed,
+        loss: loss_for(target, settings.reverse_kl),
+        threads: default_threads(),
+    }
+}
+
+impl Session {
+    /// A run of `settings` from `start`, on the offered GPU where it can train
+    /// this flow and target, else on the CPU (with the reason).
+    pub fn new(settings: Settings, start: Start, offer: GpuOffer) -> Result<Self, String> {
+        let target = match start.target {
+            Some(target) => target,
+            None => settings.preset_target()?,
+        };
+        let mut rng = Rng::seeded(settings.seed);
+        let model = match start.model {
+            Some(model) => model,
+            None => settings.flow_config().build(target.dim(), &mut rng)?,
+        };
+        let n_params = model.as_flow().n_params();
+        let spec = HostSpec {
+            model,
+            target: target.clone(),
+            settings: train_settings(&settings, &target),
+            fixed_centre: false,
+        };
+        let host = TrainerHost::new(spec, offer)?;
+        let mut session = Self {
+            settings,
+            target,
+            host,
+            picture_wanted: true,
+            last_picture: Instant::now(),
+            losses: Vec::new(),
+            status: Status::Paused,
+            n_params,
+            picture: Picture::default(),
+            picture_version: 0,
+            target_samples: Vec::new(),
+            target_log_density: Vec::new(),
+            rng,
+            steps_per_second: 0.0,
+            metrics: Vec::new(),
+            picture_cost: Duration::ZERO,
+            last_metrics: None,
+            held_out: Vec::new(),
+            target_grid: None,
+        };
+        let mut held_out_rng = Rng::seeded(session.settings.seed ^ 0x6865_6c64);
+        if session.target.kind() == TargetKind::Samples {
+            session.held_out = session
+                .target
+                .sample(METRIC_SAMPLES, &mut held_out_rng)
+                .unwrap_or_default();
+        }
+        session.draw_target();
+        session.refresh_picture();
+        Ok(session)
+    }
+
+    /// Whether the run trains on the GPU.
+    pub fn on_gpu(&self) -> bool {
+        self.host.on_gpu()
+    }
+
+    pub fn steps_done(&self) -> usize {
+        self.host.steps_done()
+    }
+
+    /// Where the run trains, e.g. "GPU (llvmpipe, f32)".
+    pub fn device(&self) -> &str {
+        &self.host.device
+    }
+
+    /// Why the run trains on the CPU, when it does.
+    pub fn cpu_reason(&self) -> Option<&CpuReason> {
+        self.host.cpu_reason.as_ref()
+    }
+
+    /// The divergence this run minimizes.
+    pub fn loss(&self) -> Loss {
+        loss_for(&self.target, self.settings.reverse_kl)
+    }
+
+    /// The device a GPU run trains on.
+    pub fn gpu_context(&self) -> Option<&crate::gpu::GpuContext> {
+        self.host.gpu()
+    }
+
+    /// Why the GPU this run trains on was lost, if it was.
+    pub fn gpu_lost(&self) -> Option<String> {
+        self.host.gpu_lost()
+    }
+
+    /// One frame: training steps when running (within `budget`), what the
+    /// GPU handed back, and a redraw of the views when one is due.
+    pub fn frame(&mut self, budget: Duration) {
+        let running = self.status == Status::Running;
+        let steps = if running {
+            self.settings.steps_per_frame
+        } else {
+            0
+        };
+        if self.host.on_gpu() {
+            // every GPU task while running draws the views; paused, when asked
+            let job = (!self.host.busy() && (running || self.picture_wanted)).then(|| {
+                self.picture_wanted = false;
+                PictureJob {
+                    latent: latent_samples(&mut self.rng),
+                }
+            });
+            let progress = self.host.frame(steps, budget, job);
+            self.take(progress);
+            return;
+        }
+        if running {
+            let progress = self.host.frame(steps, budget, None);
+            self.take(progress);
+        }
+        let stopped_now = running && self.status != Status::Running;
+        let due = running && self.last_picture.elapsed() >= self.picture_interval();
+        if self.picture_wanted || due || stopped_now {
+            self.refresh_picture();
+        }
+    }
+
+    /// One training step now (paused afterwards), and the views redrawn.
+    pub fn single_step(&mut self) {
+        self.status = Status::Paused;
+        let progress = self.host.frame(1, Duration::from_secs(10), None);
+        self.take(progress);
+        self.refresh_picture();
+    }
+
+    /// Records what training did: losses, a stop, the GPU's picture.
+    fn take(&mut self, progress: Progress<Picture>) {
+        let done = progress.losses.len();
+        self.losses
+            .extend(progress.losses.iter().map(|&(_, loss)| loss as f32));
+        if let Some(why) = progress.stopped {
+            self.status = Status::Stopped(why);
+        }
+        if let Some(picture) = progress.output {
+            self.picture = picture;
+            self.picture_version += 1;
+            self.last_picture = Instant::now();
+            self.record_metrics();
+        }
+        self.record_speed(done, progress.seconds);
+    }
+
+    /// Moves the run to the offered GPU, or to the CPU, from the model the
+    /// views show, keeping its history (Adam's moments start afresh): after a
+    /// lost GPU device, or onto a GPU found later.
+    pub fn move_to(&mut self, offer: GpuOffer) -> Result<(), String> {
+        let (step, model) = self
+            .model()
+            .or_else(|| self.host.checkpoint().cloned())
+            .ok_or("the model has not come back from the GPU yet")?;
+        let spec = HostSpec {
+            model,
+            target: self.target.clone(),
+            settings: train_settings(&self.settings, &self.target),
+            fixed_centre: false,
+        };
+        self.host = self.host.moved(spec, step, offer)?;
+        self.losses.truncate(step);
+        self.metrics.retain(|m| m.step <= step);
+        self.refresh_picture();
+        Ok(())
+    }
+
+    /// Folds `done` steps in `seconds` into the smoothed steps per second.
+    fn record_speed(&mut self, done: usize, seconds: f64) {
+        if done > 0 && seconds > 0.0 {
+            let rate = done as f64 / seconds;
+            self.steps_per_second = if self.steps_per_second == 0.0 {
+                rate
+            } else {
+                0.8 * self.steps_per_second + 0.2 * rate
+            };
+        }
+    }
+
+    /// The model and its step: the current one on the CPU; on the GPU the one
+    /// the views show (read back with them; pausing redraws them).
+    pub fn model(&self) -> Option<(usize, FlowModel<f64>)> {
+        self.host.model().or_else(|| self.picture.model.clone())
+    }
+
+    /// The step of the checkpoint "restore" would bring back, if any.
+    pub fn checkpoint_step(&self) -> Option<usize> {
+        self.host.checkpoint_step()
+    }
+
+    /// Brings back the last checkpoint's parameters.
+    pub fn restore_checkpoint(&mut self) -> Result<(), String> {
+        let step = self.host.restore_checkpoint()?;
+        self.losses.truncate(step);
+        self.metrics.retain(|m| m.step <= step);
+        self.status = Status::Paused;
+        self.refresh_picture();
+        Ok(())
+    }
+
+    /// Replaces the model's parameters (same structure; the optimizer's
+    /// state is kept) and redraws the views: a hand edit.
+    pub fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+        self.host.set_model(model)?;
+        self.refresh_picture();
+        Ok(())
+    }
+
+    pub fn set_learning_rate(&mut self, lr: f64) {
+        self.settings.learning_rate = lr;
+        self.host.set_learning_rate(lr);
+    }
+
+    fn draw_target(&mut self) {
+        let mut rng = Rng::seeded(self.settings.seed ^ 0x7461_7267);
+        match self.target.kind() {
+            TargetKind::Samples => {
+                let xs = self.target.sample(2000, &mut rng).unwrap_or_default();
+                self.target_samples = xs.chunks(2).map(|p| [p[0] as f32, p[1] as f32]).collect();
+            }
+            TargetKind::Energy => {
+                let n = 96;
+                self.target_log_density = grid_points(n)
+                    .chunks(2)
+                    .map(|p| {
+                        self.target
+                            .log_density(p)
+                            .map_or(f32::NEG_INFINITY, |v| v as f32)
+                    })
+                    .collect();
+            }
+        }
+    }
+
+    /// Recomputes what the views draw from the current model (GPU runs do it
+    /// in their next task).
+    pub fn refresh_picture(&mut self) {
+        let Some((step, model)) = self.host.model() else {
+            self.picture_wanted = true;
+            return;
+        };
+        let started = Instant::now();
+        self.picture = cpu_picture(model, step, &mut self.rng);
+        self.picture_version += 1;
+        self.picture_wanted = false;
+        self.last_picture = Instant::now();
+        self.record_metrics();
+        self.picture_cost = started.elapsed();
+    }
+
+    /// How often the views are redrawn while training on the CPU: as often
+    /// as keeps drawing under a fifth of the time, at least every 300 ms.
+    fn picture_interval(&self) -> Duration {
+        (self.picture_cost * 4).min(Duration::from_millis(300))
+    }
+
+    /// Measures the model the views show, once per step it was drawn at.
+    fn record_metrics(&mut self) {
+        let Some((step, model)) = &self.picture.model else {
+            return;
+        };
+        if self.metrics.last().is_some_and(|m| m.step == *step) {
+            return;
+        }
+        // the views may redraw every frame; the metrics cost more (CPU, f64)
+        if self.status == Status::Running
+            && self
+                .last_metrics
+                .is_some_and(|t| t.elapsed() < METRICS_INTERVAL)
+        {
+            return;
+        }
+        self.last_metrics = Some(Instant::now());
+        let flow = model.as_flow();
+        let mut m = Metrics {
+            step: *step,
+            ..Metrics::default()
+        };
+        if !self.held_out.is_empty() {
+            let lq = metrics::log_q(flow, &self.held_out);
+            m.held_out_nll = Some(-lq.iter().sum::<f64>() / lq.len() as f64);
+        }
+        if self.loss() == Loss::ReverseKl {
+            let mut rng = Rng::seeded(0x6d65_7472 ^ *step as u64);
+            if let Some(r) = metrics::reverse_metrics(flow, &self.target, METRIC_SAMPLES, &mut rng)
+            {
+                m.reverse_kl = Some(r.reverse_kl);
+                m.ess = Some(r.ess);
+            }
+        }
+        m.grid_kl = self.grid_kl();
+        let finite = |v: Option<f64>| v.filter(|x| x.is_finite());
+        m.held_out_nll = finite(m.held_out_nll);
+        m.reverse_kl = finite(m.reverse_kl);
+        m.ess = finite(m.ess);
+        self.metrics.push(m);
+    }
+
+    /// KL(p || q) on the picture's grid, both normalized over its cells.
+    fn grid_kl(&mut self) -> Option<f64> {
+        let n = self.picture.n;
+        if n == 0 || !self.target.has_density() {
+            return None;
+        }
+        if self.target_grid.as_ref().is_none_or(|(size, _)| *size != n) {
+            let grid = grid_points(n)
+                .chunks(2)
+                .map(|p| self.target.log_density(p).unwrap_or(f64::NEG_INFINITY))
+                .collect();
+            self.target_grid = Some((n, grid));
+        }
+        let (_, log_p) = self.target_grid.as_ref()?;
+        let log_q: Vec<f64> = self.picture.log_q.iter().map(|&v| v as f64).collect();
+        grid_kl(log_p, &log_q)
+    }
+}

@@ -1,0 +1,339 @@
+//! The playground's central panel: the model's density as a heatmap with its
+//! colour bar, the deformed grid and samples over it, and the target beside it.
+
+use super::Playground;
+use super::picture::{Picture, VIEW};
+use super::session::{Session, Status};
+use crate::app::widgets::colour::{colour, colour_bar_ui, image, normalized};
+use eframe::egui::{self, Color32, Pos2, Rect, RichText, Sense, Shape, Stroke, Vec2};
+
+pub use crate::app::widgets::colour::Scale;
+
+/// Where a requested screenshot arrives (the renderer answers after the frame).
+pub type Screenshot = std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<egui::ColorImage>>>>;
+
+/// The views' state between frames: textures, what is drawn over the
+/// density, and where each view was drawn (for "save PNG").
+pub struct Views {
+    pub scale: Scale,
+    pub overlays: Overlays,
+    texture: Option<egui::TextureHandle>,
+    /// the session picture the texture shows
+    texture_version: u64,
+    target_texture: Option<egui::TextureHandle>,
+    /// where each view was drawn this frame
+    pub rects: Vec<(&'static str, Rect)>,
+    /// a view the user asked to save
+    save_request: Option<&'static str>,
+    /// a screenshot on its way, and the view to cut from it
+    pub screenshot: Option<(&'static str, Rect, Screenshot)>,
+}
+
+impl Default for Views {
+    fn default() -> Self {
+        Self {
+            scale: Scale::Log,
+            overlays: Overlays {
+                grid: true,
+                samples: true,
+            },
+            texture: None,
+            texture_version: 0,
+            target_texture: None,
+            rects: Vec::new(),
+            save_request: None,
+            screenshot: None,
+        }
+    }
+}
+
+impl Views {
+    /// Drops the textures, so the next frame draws them anew.
+    pub fn forget_textures(&mut self) {
+        self.texture = None;
+        self.target_texture = None;
+    }
+
+    /// A new frame: the views will say where they are drawn.
+    pub fn begin_frame(&mut self) {
+        self.rects.clear();
+    }
+
+    pub fn set_scale(&mut self, scale: Scale) {
+        if scale != self.scale {
+            self.scale = scale;
+            self.forget_textures();
+        }
+    }
+
+    /// Asks for view `name` to be saved once this frame has drawn it.
+    pub fn request_save(&mut self, name: &'static str) {
+        self.save_request = Some(name);
+    }
+
+    /// The view the user asked to save, if any (once).
+    pub fn take_save_request(&mut self) -> Option<&'static str> {
+        self.save_request.take()
+    }
+
+    /// The model's density texture for `session`'s picture (made anew when
+    /// the picture changed; none before the first picture arrives).
+    fn model_texture(
+        &mut self,
+        ctx: &egui::Context,
+        session: &Session,
+    ) -> Option<egui::TextureHandle> {
+        if session.picture_version != self.texture_version {
+            self.texture = None;
+            self.texture_version = session.picture_version;
+        }
+        if self.texture.is_none() && session.picture.n > 0 {
+            let values = normalized(&session.picture.log_q, self.scale);
+            self.texture = Some(ctx.load_texture(
+                "model density",
+                image(&values, session.picture.n),
+                egui::TextureOptions::LINEAR,
+            ));
+        }
+        self.texture.clone()
+    }
+
+    /// The target's density texture (energy targets), made once.
+    fn target_texture(
+        &mut self,
+        ctx: &egui::Context,
+        session: &Session,
+    ) -> Option<egui::TextureHandle> {
+        if session.target_log_density.is_empty() {
+            return None;
+        }
+        let scale = self.scale;
+        Some(
+            self.target_texture
+                .get_or_insert_with(|| {
+                    let values = normalized(&session.target_log_density, scale);
+                    ctx.load_texture(
+                        "target density",
+                        image(&values, 96),
+                        egui::TextureOptions::LINEAR,
+                    )
+                })
+                .clone(),
+        )
+    }
+}
+
+impl Playground {
+    /// The central panel: messages, then the model and target views.
+    pub(super) fn views_ui(&mut self, ui: &mut egui::Ui) {
+        if let Some(message) = &self.message {
+            ui.colored_label(ui.visuals().warn_fg_color, message);
+        }
+        if let Some(notice) = &self.notice {
+            ui.label(notice);
+        }
+        // the lesson's note while its experiment is the one running
+        if let (Some((settings, note)), Some(session)) = (&self.lesson, &self.session)
+            && session.settings == *settings
+        {
+            ui.label(RichText::new(*note).italics());
+        }
+        self.stopped_ui(ui);
+        let Some(session) = &self.session else {
+            return;
+        };
+        let texture = self.views.model_texture(ui.ctx(), session);
+        let target_texture = self.views.target_texture(ui.ctx(), session);
+        let available = ui.available_size();
+        let side = ((available.x - 90.0) / 2.0)
+            .min(available.y - 30.0)
+            .max(120.0);
+        let (overlays, scale) = (self.views.overlays, self.views.scale);
+        let mut rects = Vec::new();
+        ui.horizontal(|ui| {
+            ui.vertical(|ui| {
+                ui.label(RichText::new("model density q(x)").strong())
+                    .on_hover_text("The flow's density: a normal distribution pushed through the flow, log q(x) = log N(z) + log |det dz/dx|.");
+                rects.push(("density", model_ui(ui, texture.as_ref(), &session.picture, overlays, side)));
+            });
+            colour_bar_ui(ui, scale, side + 20.0);
+            ui.vertical(|ui| {
+                let name = session.settings.target.label();
+                ui.label(RichText::new(format!("target: {name}")).strong())
+                    .on_hover_text("What the flow should learn: samples, or the density of an energy target.");
+                rects.push(("target", target_ui(ui, &session.target_samples, target_texture.as_ref(), side)));
+            });
+        });
+        self.views.rects.extend(rects);
+    }
+
+    /// Why training stopped, with the way back to the last checkpoint.
+    fn stopped_ui(&mut self, ui: &mut egui::Ui) {
+        let Some(session) = &mut self.session else {
+            return;
+        };
+        let Status::Stopped(reason) = &session.status else {
+            return;
+        };
+        let reason = reason.clone();
+        let mut failed = None;
+        ui.horizontal(|ui| {
+            ui.colored_label(ui.visuals().error_fg_color, reason);
+            if let Some(step) = session.checkpoint_step()
+                && ui.button(format!("Restore step {step}")).clicked()
+            {
+                failed = session.restore_checkpoint().err();
+                self.views.forget_textures();
+            }
+        });
+        if let Some(e) = failed {
+            self.message = Some(e);
+        }
+    }
+}
+
+/// Maps data space ([`VIEW`] squared) into `rect`, y up.
+pub fn to_screen(rect: Rect, p: [f32; 2]) -> Pos2 {
+    let (lo, hi) = (VIEW.0 as f32, VIEW.1 as f32);
+    Pos2::new(
+        rect.left() + (p[0] - lo) / (hi - lo) * rect.width(),
+        rect.bottom() - (p[1] - lo) / (hi - lo) * rect.height(),
+    )
+}
+
+/// What to draw over the density.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Overlays {
+    pub grid: bool,
+    pub samples: bool,
+}
+
+/// The model view: heatmap, the deformed grid shaded by |det J|, samples and
+/// the radial centre. Returns the square it drew in.
+pub fn model_ui(
+    ui: &mut egui::Ui,
+    texture: Option<&egui::TextureHandle>,
+    picture: &Picture,
+    overlays: Overlays,
+    side: f32,
+) -> Rect {
+    let (rect, painter) = density_canvas(ui, texture, side);
+    if texture.is_none() {
+        painter.text(
+            rect.center(),
+            egui::Align2::CENTER_CENTER,
+            "computing the density...",
+            egui::FontId::proportional(14.0),
+            Color32::WHITE,
+        );
+    }
+    if overlays.grid {
+        for line in &picture.lines {
+            // colour each segment by how much the flow stretches there:
+            // white where |det J| > 1 (mass spreads), dark where it contracts
+            for pair in line.windows(2) {
+                let (a, ld_a) = pair[0];
+                let (b, ld_b) = pair[1];
+                if !(a[0].is_finite() && a[1].is_finite() && b[0].is_finite() && b[1].is_finite()) {
+                    continue;
+                }
+                let t = (0.5 + 0.25 * 0.5 * (ld_a + ld_b)).clamp(0.0, 1.0);
+                let shade = (90.0 + 165.0 * t) as u8;
+                painter.line_segment(
+                    [to_screen(rect, a), to_screen(rect, b)],
+                    Stroke::new(
+                        1.0,
+                        Color32::from_rgba_unmultiplied(shade, shade, shade, 170),
+                    ),
+                );
+            }
+        }
+    }
+    if overlays.samples {
+        let shapes = picture
+            .samples
+            .iter()
+            .filter(|p| p[0].is_finite() && p[1].is_finite())
+            .map(|&p| {
+                Shape::circle_filled(to_screen(rect, p), 1.3, Color32::from_rgb(255, 120, 60))
+            })
+            .collect::<Vec<_>>();
+        painter.extend(shapes);
+    }
+    // (a dashed line is cut into dashes: never ask for one of unbounded length)
+    let sane = |v: [f32; 2]| v.iter().all(|x| x.is_finite() && x.abs() < 100.0);
+    if let (Some(c), Some(s)) = (picture.center, picture.scale)
+        && sane(c)
+        && sane(s)
+    {
+        // the unit ellipse of the flow's frame: where latent radius 1 starts
+        let ellipse: Vec<Pos2> = (0..=64)
+            .map(|k| {
+                let t = std::f32::consts::TAU * k as f32 / 64.0;
+                to_screen(rect, [c[0] + s[0] * t.cos(), c[1] + s[1] * t.sin()])
+            })
+            .collect();
+        painter.extend(Shape::dashed_line(
+            &ellipse,
+            Stroke::new(1.5, Color32::from_rgb(255, 60, 60)),
+            5.0,
+            4.0,
+        ));
+    }
+    if let Some(c) = picture.center {
+        let p = to_screen(rect, c);
+        painter.circle_stroke(p, 4.0, Stroke::new(2.0, Color32::from_rgb(255, 60, 60)));
+    }
+    frame(&painter, rect);
+    rect
+}
+
+/// The target view: its samples, or its density for energy targets.
+pub fn target_ui(
+    ui: &mut egui::Ui,
+    samples: &[[f32; 2]],
+    density: Option<&egui::TextureHandle>,
+    side: f32,
+) -> Rect {
+    let (rect, painter) = density_canvas(ui, density, side);
+    if density.is_none() {
+        let shapes = samples
+            .iter()
+            .map(|&p| Shape::circle_filled(to_screen(rect, p), 1.3, colour(0.9)))
+            .collect::<Vec<_>>();
+        painter.extend(shapes);
+    }
+    frame(&painter, rect);
+    rect
+}
+
+/// A square of `side` showing `texture` over the view, or the colour map's
+/// floor where there is none yet.
+fn density_canvas(
+    ui: &mut egui::Ui,
+    texture: Option<&egui::TextureHandle>,
+    side: f32,
+) -> (Rect, egui::Painter) {
+    let (response, painter) = ui.allocate_painter(Vec2::splat(side), Sense::hover());
+    let rect = response.rect;
+    match texture {
+        Some(texture) => painter.image(
+            texture.id(),
+            rect,
+            Rect::from_min_max(Pos2::ZERO, Pos2::new(1.0, 1.0)),
+            Color32::WHITE,
+        ),
+        None => painter.rect_filled(rect, 0.0, colour(0.0)),
+    };
+    (rect, painter)
+}
+
+/// The thin border round a view.
+fn frame(painter: &egui::Painter, rect: Rect) {
+    painter.rect_stroke(
+        rect,
+        0.0,
+        Stroke::new(1.0, Color32::GRAY),
+        egui::StrokeKind::Inside,
+    );
+}

@@ -1,0 +1,44 @@
+//! One flow run on the phi^4 lattice: reverse-KL training from the action
+//! alone on a backend, then the flow's samples measured and corrected.
+
+use super::backend::{Backend, trainer};
+use crate::phi4::design::Design;
+use crate::phi4::estimates::{FlowEstimates, estimate_with_flow};
+use crate::rng::Rng;
+use crate::target::Target;
+use crate::target::phi4::Phi4;
+use crate::train::TrainSettings;
+use crate::train::config::{Precision, RunConfig, RunOutcome, train_with};
+
+/// What a flow run on the lattice produced.
+pub struct Phi4FlowRun {
+    pub outcome: RunOutcome,
+    pub estimates: FlowEstimates,
+}
+
+/// Trains `design` on `model` on `backend` and measures it with `samples`
+/// flow samples (on the CPU, in float64).
+#[allow(clippy::too_many_arguments)] // one run's full description, as the CLI gives it
+pub fn flow_run(
+    model: &Phi4,
+    design: &Design,
+    steps: usize,
+    settings: TrainSettings,
+    precision: Precision,
+    backend: Backend,
+    samples: usize,
+    progress: &mut dyn FnMut(usize, f64),
+) -> Result<Phi4FlowRun, String> {
+    let config = RunConfig {
+        target: Target::Phi4(*model),
+        flow: design.flow_for(model),
+        steps,
+        settings,
+        precision,
+        eval_samples: samples,
+    };
+    let outcome = train_with(&config, trainer(&config, backend)?, progress)?;
+    let mut rng = Rng::seeded(config.settings.seed.wrapping_add(0x0e57_1a7e));
+    let estimates = estimate_with_flow(outcome.model.as_flow(), model, samples, &mut rng)?;
+    Ok(Phi4FlowRun { outcome, estimates })
+}

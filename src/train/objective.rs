@@ -1,0 +1,91 @@
+//! What training is, whatever trains: the divergence minimized ([`Loss`]),
+//! the settings of a run, why training stops, and the [`Trainer`] interface
+//! the CPU trainer and the GPU trainers share.
+
+use crate::flow::FlowModel;
+use crate::target::{Target, TargetKind};
+
+/// Which divergence is minimized.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Loss {
+    /// From target samples: `-mean log q(x)`.
+    ForwardKl,
+    /// From the target's unnormalized density: `mean(log q(x) - log p~(x))`, x ~ q.
+    ReverseKl,
+}
+
+impl Loss {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Loss::ForwardKl => "forward-kl",
+            Loss::ReverseKl => "reverse-kl",
+        }
+    }
+
+    /// The loss a target allows.
+    pub fn for_target(target: &Target) -> Loss {
+        match target.kind() {
+            TargetKind::Samples => Loss::ForwardKl,
+            TargetKind::Energy => Loss::ReverseKl,
+        }
+    }
+}
+
+/// Why training stopped.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TrainError {
+    /// The loss or a gradient was NaN or infinite; the parameters were left as
+    /// they were before the step.
+    NonFinite { step: usize },
+    /// The backend failed (e.g. the GPU device was lost); the last good state is kept.
+    Backend(String),
+}
+
+impl std::fmt::Display for TrainError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrainError::NonFinite { step } => write!(
+                f,
+                "training diverged at step {step}: the loss or its gradient is not finite (try a smaller learning rate); the last good parameters are kept"
+            ),
+            TrainError::Backend(reason) => write!(f, "training stopped: {reason}"),
+        }
+    }
+}
+
+/// What every training backend offers.
+pub trait Trainer {
+    /// One optimizer step; returns the batch loss.
+    fn step(&mut self) -> Result<f64, TrainError>;
+    /// Steps applied so far.
+    fn steps_done(&self) -> usize;
+    /// The current model, in float64.
+    fn model(&self) -> FlowModel<f64>;
+    /// Replaces the parameters (e.g. edited by hand), keeping the optimizer state.
+    fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String>;
+    fn set_learning_rate(&mut self, lr: f64);
+    /// Human-readable backend, e.g. "CPU (2 threads, f32)".
+    fn backend(&self) -> String;
+}
+
+/// Everything a training run needs besides the model.
+#[derive(Clone, Debug)]
+pub struct TrainSettings {
+    pub batch: usize,
+    pub learning_rate: f64,
+    pub seed: u64,
+    pub loss: Loss,
+    /// Worker threads (1 in the browser).
+    pub threads: usize,
+}
+
+/// Threads the CPU trainer uses by default: all cores (none in the browser).
+pub fn default_threads() -> usize {
+    if cfg!(target_arch = "wasm32") {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    }
+}
