@@ -13,11 +13,16 @@ use flowplay::app::playground::settings::{Settings, TargetChoice};
 use flowplay::bijection::Family;
 use flowplay::flow::FlowKind;
 
+/// The playground may train a second a frame, so a frame always takes its
+/// full steps per frame however busy the machine (the lab keeps the page's
+/// budget: it trains as long as its budget lasts).
+const BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
+
 fn harness(settings: Settings) -> Harness<'static, PlaygroundApp> {
     Harness::builder()
         .with_size([1280.0, 800.0])
         .wgpu()
-        .build_eframe(move |_cc| PlaygroundApp::with_settings(settings))
+        .build_eframe(move |_cc| PlaygroundApp::with_settings(settings).with_train_budget(BUDGET))
 }
 
 /// The app on the GPU it finds (lavapipe here).
@@ -26,7 +31,7 @@ fn gpu_harness(settings: Settings) -> Harness<'static, PlaygroundApp> {
         .with_size([1280.0, 800.0])
         .wgpu()
         .build_eframe(move |_cc| {
-            let mut app = PlaygroundApp::with_settings(settings);
+            let mut app = PlaygroundApp::with_settings(settings).with_train_budget(BUDGET);
             app.find_gpu();
             app
         })

@@ -222,16 +222,17 @@ fn bad_input_gives_one_line_errors_and_nonzero_exit() {
     ]);
     assert_eq!(code, 1);
     assert!(err.contains("cannot read model file"), "{err}");
-    // Unknown options and values on train.
+    // Unknown options and values on train: the argument parser's message and
+    // exit code 2, like every command's
     let (code, _, err) = run(&["train", "--family", "quartic"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("unknown family"), "{err}");
     let (code, _, err) = run(&["train", "--steps", "many"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("--steps"), "{err}");
     let (code, _, err) = run(&["train", "--colour", "red"]);
-    assert_eq!(code, 1);
-    assert!(err.contains("unknown option '--colour'"), "{err}");
+    assert_eq!(code, 2);
+    assert!(err.contains("unexpected argument '--colour'"), "{err}");
     let (code, _, err) = run(&["train", "--target", "image:/nonexistent.png"]);
     assert_eq!(code, 1);
     assert!(err.contains("cannot read image"), "{err}");
@@ -537,8 +538,42 @@ fn phi4_refuses_an_unbounded_action_and_mixed_conventions() {
     assert_eq!(code, 1);
     assert!(stderr.contains("one convention"), "{stderr}");
     let (code, _, stderr) = run(&["phi4", "metropolis"]);
-    assert_eq!(code, 1);
-    assert!(stderr.contains("unknown phi4 command"), "{stderr}");
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("unrecognized subcommand 'metropolis'"),
+        "{stderr}"
+    );
+}
+
+/// Every command and subcommand answers --help and -h with its options, and
+/// the tool its version; no command needs a value to show its help.
+#[test]
+fn every_command_has_help_and_the_tool_a_version() {
+    let commands: [&[&str]; 7] = [
+        &[],
+        &["eval"],
+        &["train"],
+        &["bench"],
+        &["phi4"],
+        &["phi4", "compare"],
+        &["phi4", "hmc"],
+    ];
+    for command in commands {
+        for flag in ["--help", "-h"] {
+            let mut args = command.to_vec();
+            args.push(flag);
+            let (code, out, err) = run(&args);
+            assert_eq!(code, 0, "{args:?}: {err}");
+            assert!(out.contains("Usage: flowplay"), "{args:?}: {out}");
+        }
+    }
+    let (_, out, _) = run(&["phi4", "--help"]);
+    assert!(out.contains("--lattice") && out.contains("--z2"), "{out}");
+    let (_, out, _) = run(&["help", "train"]);
+    assert!(out.contains("--target"), "{out}");
+    let (code, out, _) = run(&["--version"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("flowplay "), "{out}");
 }
 
 /// Flows on the phi^4 lattice field, trained by reverse KL from the action

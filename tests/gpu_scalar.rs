@@ -103,9 +103,10 @@ fn unsupported_shapes_and_wrong_parameter_counts_are_refused_clearly() {
 #[test]
 fn gpu_errors_are_reported_not_panics() {
     let ctx = context();
-    let pipeline = ctx.pipeline(
+    let pipeline = ctx.pipeline_at(
         "broken",
         "@compute @workgroup_size(1) fn main() { let x: f32 = undefined_name; }",
+        "main",
     );
     let out = ctx.storage("out", &[0u8; 16], true);
     let _ = pipeline; // the pipeline is invalid; using it only adds errors

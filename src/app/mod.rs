@@ -48,6 +48,8 @@ pub struct PlaygroundApp {
     /// frames per second, smoothed
     fps: f64,
     last_frame: Option<Instant>,
+    /// the share of a frame the playground's training may take
+    train_budget: Duration,
 }
 
 impl PlaygroundApp {
@@ -89,7 +91,16 @@ impl PlaygroundApp {
             title: String::new(),
             fps: 0.0,
             last_frame: None,
+            train_budget: TRAIN_BUDGET,
         }
+    }
+
+    /// The app with the playground's training allowed `budget` a frame, so
+    /// each frame takes its full steps per frame on any machine (the tests
+    /// count steps by frames).
+    pub fn with_train_budget(mut self, budget: Duration) -> Self {
+        self.train_budget = budget;
+        self
     }
 
     /// Looks for a GPU (natively at once; in a browser the answer arrives
@@ -187,7 +198,7 @@ impl eframe::App for PlaygroundApp {
         self.page_switch_ui(ui);
         match (self.page, &mut self.lab) {
             (Page::Phi4Lab, Some(lab)) => lab.ui(ui, TRAIN_BUDGET),
-            _ => self.playground.ui(ui, TRAIN_BUDGET, self.fps),
+            _ => self.playground.ui(ui, self.train_budget, self.fps),
         }
         self.update_title();
     }

@@ -1,6 +1,5 @@
 //! `flowplay bench`: throughput of the reference recipes, for comparing releases.
 
-use super::Args;
 use crate::bijection::Family;
 use crate::flow::{Flow, FlowConfig, FlowKind, FlowModel};
 use crate::real::Real;
@@ -11,19 +10,38 @@ use crate::train::{CpuTrainer, Loss, TrainSettings, Trainer, default_threads};
 use serde_json::{Value, json};
 use std::time::Instant;
 
-pub const HELP: &str = "\
-flowplay bench [--seconds 2] [--batch 512,8192] [--backend all|cpu|gpu] [--threads N] [--grid 512]
-               [--only TEXT] [--json]
-
-Prints training steps per second for the reference recipes (direct radial and
-angle-dependent radial flows on the spiral, 64 x cubic; coupling flow 8 x 128 on
-moons) at each batch size, the phi^4 lab's lattice flows (unless --batch is
-given, batches of 64 and 256 fields at L = 8 and 64 Z2 fields at L = 16), and
-density evaluations per second on a grid (the 2D flows). --only keeps the recipes whose name contains TEXT
-(e.g. --only lattice).
-Each figure runs for about --seconds after two warm-up steps (and at least one
-grid). The dispatches column counts the GPU compute dispatches of one training step. The
-GPU column is n/a where no adapter was found.";
+/// Prints training steps per second for the reference recipes (direct radial
+/// and angle-dependent radial flows on the spiral, 64 x cubic; coupling flow
+/// 8 x 128 on moons) at each batch size, the phi^4 lab's lattice flows (unless
+/// --batch is given, batches of 64 and 256 fields at L = 8 and 64 Z2 fields at
+/// L = 16), and density evaluations per second on a grid (the 2D flows). Each
+/// figure runs for about --seconds after two warm-up steps (and at least one
+/// grid). The dispatches column counts the GPU compute dispatches of one
+/// training step; the GPU column is n/a where no adapter was found.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Seconds each figure is measured for
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Batch sizes, comma-separated (default 512,8192; the lattice recipes have their own)
+    #[arg(long, value_delimiter = ',')]
+    batch: Option<Vec<usize>>,
+    /// all, cpu or gpu
+    #[arg(long, default_value = "all", value_parser = ["all", "cpu", "gpu"])]
+    backend: String,
+    /// CPU threads (default: all cores)
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Side of the density grid
+    #[arg(long, default_value_t = 512)]
+    grid: usize,
+    /// Keep only the recipes whose name contains this (e.g. lattice)
+    #[arg(long, default_value = "")]
+    only: String,
+    /// One JSON object instead of tables
+    #[arg(long)]
+    json: bool,
+}
 
 /// One reference recipe.
 struct Recipe {
@@ -84,40 +102,25 @@ fn recipes() -> Vec<Recipe> {
     ]
 }
 
-pub fn run(argv: &[String]) -> Result<(), String> {
-    let args = Args::parse(
-        argv,
-        &["seconds", "batch", "backend", "threads", "grid", "only"],
-        &["json"],
-    )?;
-    let seconds: f64 = args.get("seconds", 2.0)?;
-    let threads: usize = args.get("threads", default_threads())?.max(1);
-    let grid: usize = args.get("grid", 512)?.max(2);
-    let batches: Vec<usize> = args
-        .str("batch")
-        .unwrap_or("512,8192")
-        .split(',')
-        .map(|b| {
-            b.trim()
-                .parse::<usize>()
-                .map_err(|_| format!("--batch: cannot read '{b}' as a batch size"))
-        })
-        .collect::<Result<_, _>>()?;
-    let backends: &[&str] = match args.str("backend").unwrap_or("all") {
+pub fn run(args: BenchArgs) -> Result<(), String> {
+    let seconds = args.seconds;
+    let threads = args.threads.unwrap_or_else(default_threads).max(1);
+    let grid = args.grid.max(2);
+    let batches = args.batch.clone().unwrap_or_else(|| vec![512, 8192]);
+    let backends: &[&str] = match args.backend.as_str() {
         "cpu" => &["cpu"],
         "gpu" => &["gpu"],
-        "all" => &["cpu", "gpu"],
-        other => return Err(format!("--backend must be cpu, gpu or all, got '{other}'")),
+        _ => &["cpu", "gpu"],
     };
-    let only = args.str("only").unwrap_or("");
+    let only = &args.only;
     let recipes: Vec<Recipe> = recipes()
         .into_iter()
-        .filter(|r| r.name.contains(only))
+        .filter(|r| r.name.contains(only.as_str()))
         .collect();
     if recipes.is_empty() {
         return Err(format!("no recipe's name contains '{only}'"));
     }
-    let json_out = args.flag("json");
+    let json_out = args.json;
     let mut rows = Vec::new();
     let mut gpu_note = None;
     if !json_out {
@@ -128,7 +131,7 @@ pub fn run(argv: &[String]) -> Result<(), String> {
         );
     }
     for recipe in &recipes {
-        let own = recipe.batches.filter(|_| args.str("batch").is_none());
+        let own = recipe.batches.filter(|_| args.batch.is_none());
         for &batch in own.unwrap_or(&batches) {
             let mut rates = Vec::new();
             let mut gpu_dispatches = 0;

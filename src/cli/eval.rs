@@ -1,25 +1,35 @@
 //! `flowplay eval`: a model applied to points, with log-dets, as JSON.
 
-use super::{Args, read_json};
+use super::read_json;
 use crate::flow::FlowModel;
 use crate::real::Real;
 use crate::run::model_file::model_from_json;
 use serde_json::{Value, json};
 
-pub const HELP: &str = "\
-flowplay eval --model MODEL.json --points POINTS.json [--direction x_from_z|z_from_x] [--precision f64|f32]
+/// Applies the model to every point and prints {"points": [[...], ...],
+/// "log_det": [...]}, where log_det is log|det d(output)/d(input)| in the chosen
+/// direction. A scalar or stack model is applied to every coordinate of a
+/// point. MODEL.json may also be a report written by `flowplay train --out`
+/// (its "model" is used).
+#[derive(clap::Args)]
+pub struct EvalArgs {
+    /// The model file (JSON), or a training report
+    #[arg(long, value_name = "MODEL.json")]
+    model: String,
+    /// The points: a JSON array of points, like [[0.5, 1.0], [2.0, -1.0]]
+    #[arg(long, value_name = "POINTS.json")]
+    points: String,
+    /// x_from_z (sampling, the map f itself) or z_from_x (density)
+    #[arg(long, default_value = "x_from_z", value_parser = ["x_from_z", "z_from_x"])]
+    direction: String,
+    /// f64 (the reference) or f32 (what the GPU computes)
+    #[arg(long, default_value = "f64", value_parser = ["f64", "f32"])]
+    precision: String,
+}
 
-Applies the model to every point and prints {\"points\": [[...], ...], \"log_det\": [...]},
-where log_det is log|det d(output)/d(input)| in the chosen direction.
-  --direction  x_from_z (sampling, the map f itself; default) or z_from_x (density)
-  --precision  f64 (default, the reference) or f32 (what the GPU computes)
-A scalar or stack model is applied to every coordinate of a point. MODEL.json may
-also be a report written by `flowplay train --out` (its \"model\" is used).";
-
-pub fn run(argv: &[String]) -> Result<(), String> {
-    let args = Args::parse(argv, &["model", "points", "direction", "precision"], &[])?;
-    let model_json = read_json(args.required("model")?, "model file")?;
-    let points_json = read_json(args.required("points")?, "points file")?;
+pub fn run(args: EvalArgs) -> Result<(), String> {
+    let model_json = read_json(&args.model, "model file")?;
+    let points_json = read_json(&args.points, "points file")?;
     let points = parse_points(&points_json)?;
     let dim = points.first().map(|p| p.len()).unwrap_or(1);
     // A training report carries its model under "model".
@@ -28,19 +38,11 @@ pub fn run(argv: &[String]) -> Result<(), String> {
         _ => model_json,
     };
     let model = model_from_json(&model_json, Some(dim))?;
-    let sampling = match args.str("direction").unwrap_or("x_from_z") {
-        "x_from_z" => true,
-        "z_from_x" => false,
-        other => {
-            return Err(format!(
-                "--direction must be x_from_z or z_from_x, got '{other}'"
-            ));
-        }
-    };
-    let output = match args.str("precision").unwrap_or("f64") {
-        "f64" => evaluate::<f64>(&model, &points, sampling)?,
-        "f32" => evaluate::<f32>(&model.cast(), &points, sampling)?,
-        other => return Err(format!("--precision must be f64 or f32, got '{other}'")),
+    let sampling = args.direction == "x_from_z";
+    let output = if args.precision == "f32" {
+        evaluate::<f32>(&model.cast(), &points, sampling)?
+    } else {
+        evaluate::<f64>(&model, &points, sampling)?
     };
     println!("{output}");
     Ok(())

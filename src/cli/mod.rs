@@ -1,67 +1,71 @@
-//! The `flowplay` command-line tool: `eval`, `train`, `bench` and `phi4`.
+//! The `flowplay` command-line tool: `eval`, `train`, `bench` and `phi4`,
+//! parsed by clap (`--help` and `-h` on every command, `--version`).
 //!
-//! Every failure is one line on stderr and a non-zero exit code, never a panic.
+//! A mistake in the arguments is clap's message and exit code 2; a failure
+//! while running is one line on stderr (`flowplay train: error: ...`) and exit
+//! code 1; never a panic.
 
-mod args;
 pub mod bench;
 pub mod eval;
 pub mod phi4;
 pub mod train;
 
-pub use args::Args;
-
 use crate::target::{ImageDensity, Target};
+use clap::{Parser, Subcommand};
+use std::time::Instant;
 
-const USAGE: &str = "\
-flowplay: train and evaluate analytic-bijection normalizing flows
-
-usage:
-  flowplay eval  --model MODEL.json --points POINTS.json [--direction x_from_z|z_from_x] [--precision f64|f32]
-  flowplay train --target spiral --flow radial-fourier --family cubic --stack 64 \\
-                 --steps 5000 --batch 512 --lr 1e-2 --seed 0 [--backend cpu] [--out run.json]
-  flowplay bench [--steps 100] [--backend cpu]
-  flowplay phi4 --lattice 8 --m2 -4 --lambda 8 --flow coupling --family cubic_rational [--z2] \\
-                 --steps 1000 [--out run.json]
-  flowplay phi4 compare [--lattice 8] [--steps 1000] [--out compare.json]
-  flowplay phi4 hmc --lattice 8 --m2 -4 --lambda 8 [--trajectories 10000] [--out hmc.json]
-  flowplay help  [eval|train|bench|phi4]
-
+/// What `flowplay --help` shows after the commands.
+const CHOICES: &str = "\
 families: cubic_rational, sinh, cubic, affine, spline
 flows:    radial, radial-fourier, coupling, elementwise, lattice (phi4:... targets)
 targets:  moons, 8gaussians, rings, circles, pinwheel, 2spirals, checkerboard, swissroll,
           spiral, line, cos, annulus, poly1d, twomoons-energy, circular-gmm, ring-mixture,
           image:PATH (PNG or JPEG; image:PATH:invert samples dark pixels),
-          phi4:L=8,m2=-4,lambda=8 (the lattice field; see flowplay help phi4)";
+          phi4:L=8,m2=-4,lambda=8 (the lattice field; see flowplay phi4 --help)
+
+The mathematics: docs/mathematics.md in the project's repository.";
+
+/// flowplay: train and evaluate analytic-bijection normalizing flows.
+#[derive(Parser)]
+#[command(name = "flowplay", version, after_help = CHOICES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Apply a model to points: the points pushed through it and their log-dets, as JSON.
+    Eval(eval::EvalArgs),
+    /// Train a flow on a target, with progress, a summary line and a JSON report.
+    Train(Box<train::TrainArgs>),
+    /// Training and density-evaluation speed of the reference recipes, CPU and GPU.
+    Bench(bench::BenchArgs),
+    /// Flows on the phi^4 lattice field, the HMC reference, and their comparison.
+    Phi4(Box<phi4::Phi4Args>),
+}
 
 /// Runs the tool on `argv` (without the program name); returns the exit code.
 pub fn main(argv: &[String]) -> i32 {
-    let Some((command, rest)) = argv.split_first() else {
-        eprintln!("{USAGE}");
-        return 2;
-    };
-    let result = match command.as_str() {
-        "eval" => eval::run(rest),
-        "train" => train::run(rest),
-        "bench" => bench::run(rest),
-        "phi4" => phi4::run(rest),
-        "help" | "--help" | "-h" => {
-            match rest.first().map(String::as_str) {
-                Some("eval") => println!("{}", eval::HELP),
-                Some("train") => println!("{}", train::HELP),
-                Some("bench") => println!("{}", bench::HELP),
-                Some("phi4") => println!("{}", phi4::HELP),
-                _ => println!("{USAGE}"),
-            }
-            Ok(())
+    let args = std::iter::once("flowplay".to_string()).chain(argv.iter().cloned());
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version land here too, printed to stdout, exit 0
+            let _ = e.print();
+            return e.exit_code();
         }
-        other => Err(format!(
-            "unknown command '{other}' (expected eval, train, bench, phi4 or help)"
-        )),
+    };
+    let (name, result) = match cli.command {
+        Command::Eval(args) => ("eval", eval::run(args)),
+        Command::Train(args) => ("train", train::run(*args)),
+        Command::Bench(args) => ("bench", bench::run(args)),
+        Command::Phi4(args) => ("phi4", phi4::run(*args)),
     };
     match result {
         Ok(()) => 0,
         Err(message) => {
-            eprintln!("flowplay {command}: error: {message}");
+            eprintln!("flowplay {name}: error: {message}");
             1
         }
     }
@@ -87,4 +91,37 @@ pub fn read_json(path: &str, what: &str) -> Result<serde_json::Value, String> {
     let text =
         std::fs::read_to_string(path).map_err(|e| format!("cannot read {what} '{path}': {e}"))?;
     serde_json::from_str(&text).map_err(|e| format!("{what} '{path}' is not valid JSON: {e}"))
+}
+
+/// Writes `v` as pretty JSON to `path`.
+pub fn write_json(path: &str, v: &serde_json::Value) -> Result<(), String> {
+    let text =
+        serde_json::to_string_pretty(v).map_err(|e| format!("cannot encode the report: {e}"))?;
+    std::fs::write(path, text).map_err(|e| format!("cannot write '{path}': {e}"))
+}
+
+/// Progress lines on stderr every twentieth of a run of `total` steps, with
+/// the rate and an estimate of the time left.
+pub fn progress_printer(label: String, total: usize, quiet: bool) -> impl FnMut(usize, f64) {
+    let every = (total / 20).max(1);
+    let start = Instant::now();
+    move |step, loss| {
+        if !quiet && (step.is_multiple_of(every) || step == total) {
+            let t = start.elapsed().as_secs_f64();
+            let rate = step as f64 / t.max(1e-9);
+            let eta = (total - step) as f64 / rate.max(1e-9);
+            eprintln!(
+                "{label}step {step:>7}/{total}  loss {loss:>9.4}  {rate:>8.1} steps/s  eta {eta:>6.1} s"
+            );
+        }
+    }
+}
+
+/// `f32` or `f64`, for `--precision`.
+pub fn parse_precision(name: &str) -> Result<crate::train::config::Precision, String> {
+    match name {
+        "f32" => Ok(crate::train::config::Precision::F32),
+        "f64" => Ok(crate::train::config::Precision::F64),
+        other => Err(format!("--precision must be f32 or f64, got '{other}'")),
+    }
 }

@@ -1,101 +1,124 @@
 //! `flowplay train`: one training run with progress, a summary line and a JSON report.
 
-use super::{Args, parse_target};
+use super::{parse_precision, parse_target, progress_printer, write_json};
 use crate::bijection::{Family, SplineShape};
 use crate::flow::{FlowConfig, FlowKind};
 use crate::run::backend::{Backend, trainer};
 use crate::run::report::report;
 use crate::train::config::{Precision, RunConfig, train_with};
 use crate::train::{Loss, TrainSettings, default_threads};
-use std::io::Write;
-use std::time::Instant;
 
-pub const HELP: &str = "\
-flowplay train [options]
+/// Trains a flow on a target (forward KL from samples, reverse KL for
+/// energies), printing progress on stderr and one summary line on stdout.
+#[derive(clap::Args)]
+pub struct TrainArgs {
+    /// spiral, moons, 8gaussians, rings, circles, pinwheel, 2spirals, checkerboard,
+    /// swissroll, line, cos, annulus, poly1d, twomoons-energy, circular-gmm,
+    /// ring-mixture, image:PATH[:invert], phi4:L=8,m2=-4,lambda=8
+    #[arg(long, default_value = "spiral")]
+    target: String,
+    /// radial-fourier (default in 2D), radial, coupling, elementwise (default in 1D), lattice
+    #[arg(long, value_parser = FlowKind::parse)]
+    flow: Option<FlowKind>,
+    /// cubic, cubic_rational, sinh, affine, spline
+    #[arg(long, default_value = "cubic", value_parser = Family::parse)]
+    family: Family,
+    /// Copies of the family per scalar map (default 64 radial, 1 coupling)
+    #[arg(long)]
+    stack: Option<usize>,
+    /// Coupling layers (default 8)
+    #[arg(long)]
+    layers: Option<usize>,
+    /// Conditioner width (default 128)
+    #[arg(long)]
+    width: Option<usize>,
+    /// Conditioner residual blocks (default 2)
+    #[arg(long)]
+    depth: Option<usize>,
+    /// Angle features of radial-fourier (default 3)
+    #[arg(long)]
+    fourier_order: Option<usize>,
+    /// Radial centre, e.g. -0.5,-1 (default (-0.5,-1) for spiral, else random N(0, 1))
+    #[arg(long, allow_hyphen_values = true)]
+    center: Option<String>,
+    /// Radial log-scales (default 0 for spiral, else random N(0, 0.1^2))
+    #[arg(long, allow_hyphen_values = true)]
+    log_scale: Option<String>,
+    /// Spline bins
+    #[arg(long, default_value_t = SplineShape::default().bins)]
+    spline_bins: usize,
+    /// Spline bound B: the knots span [-B, B]
+    #[arg(long, default_value_t = SplineShape::default().bound)]
+    spline_bound: f64,
+    /// Training steps
+    #[arg(long, default_value_t = 5000)]
+    steps: usize,
+    /// Samples per step
+    #[arg(long, default_value_t = 512)]
+    batch: usize,
+    /// Adam's learning rate
+    #[arg(long, default_value_t = 1e-2)]
+    lr: f64,
+    /// Random seed of the model and the batches
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// forward-kl or reverse-kl (default: forward for sample targets, reverse for energies)
+    #[arg(long, value_parser = ["forward-kl", "reverse-kl"])]
+    loss: Option<String>,
+    /// cpu (the CPU trainer) or gpu (WGSL kernels through wgpu)
+    #[arg(long, default_value = "cpu", value_parser = Backend::parse)]
+    backend: Backend,
+    /// CPU arithmetic: f32 (as the GPU) or f64
+    #[arg(long, default_value = "f32", value_parser = parse_precision)]
+    precision: Precision,
+    /// CPU threads (default: all cores)
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Fresh samples for the held-out metrics
+    #[arg(long, default_value_t = 20_000)]
+    eval_samples: usize,
+    /// Write the JSON report, with the trained model, to this file
+    #[arg(long, value_name = "FILE")]
+    out: Option<String>,
+    /// No progress output
+    #[arg(long)]
+    quiet: bool,
+}
 
-  --target NAME        spiral (default), moons, 8gaussians, rings, circles, pinwheel, 2spirals,
-                       checkerboard, swissroll, line, cos, annulus, poly1d, twomoons-energy,
-                       circular-gmm, ring-mixture, image:PATH[:invert]
-  --flow KIND          radial-fourier (default in 2D), radial, coupling, elementwise (default in 1D)
-  --family NAME        cubic (default), cubic_rational, sinh, affine, spline
-  --stack K            copies of the family per scalar map (default 64 radial, 1 coupling)
-  --layers N --width W --depth D     coupling conditioner (default 8, 128, 2)
-  --fourier-order N    angle features of radial-fourier (default 3)
-  --center X,Y         radial centre (default (-0.5,-1) for spiral, else random N(0, 1))
-  --log-scale X,Y      radial log-scales (default 0 for spiral, else random N(0, 0.1^2))
-  --spline-bins K --spline-bound B   spline shape (default 8 bins on [-5, 5])
-  --steps N (5000) --batch B (512) --lr LR (1e-2) --seed S (0)
-  --loss forward-kl|reverse-kl       default: forward for sample targets, reverse for energies
-  --backend cpu|gpu    the CPU trainer (default), or WGSL kernels through wgpu
-                       (so far: radial flows, every family)
-  --precision f32|f64  CPU arithmetic (default f32, as the GPU)
-  --threads N          CPU threads (default: all cores)
-  --eval-samples N     fresh samples for held-out metrics (default 20000)
-  --out FILE           write the JSON report, with the trained model
-  --quiet              no progress output";
-
-const OPTIONS: &[&str] = &[
-    "target",
-    "flow",
-    "family",
-    "stack",
-    "layers",
-    "width",
-    "depth",
-    "fourier-order",
-    "center",
-    "log-scale",
-    "spline-bins",
-    "spline-bound",
-    "steps",
-    "batch",
-    "lr",
-    "seed",
-    "loss",
-    "backend",
-    "precision",
-    "threads",
-    "eval-samples",
-    "out",
-];
-
-/// Reads a run's configuration from command-line options.
-pub fn config_from_args(args: &Args) -> Result<RunConfig, String> {
-    let target_name = args.str("target").unwrap_or("spiral");
-    let target = parse_target(target_name)?;
+/// The run these arguments describe.
+pub fn config_from_args(args: &TrainArgs) -> Result<RunConfig, String> {
+    let target = parse_target(&args.target)?;
     let default_kind = if target.dim() == 1 {
         FlowKind::Elementwise
     } else {
         FlowKind::RadialFourier
     };
-    let kind = match args.str("flow") {
-        Some(k) => FlowKind::parse(k)?,
-        None => default_kind,
-    };
+    let kind = args.flow.unwrap_or(default_kind);
     let mut flow = FlowConfig::defaults(kind);
-    let mut family = Family::parse(args.str("family").unwrap_or("cubic"))?;
-    if let Family::Spline(_) = family {
-        let shape = SplineShape {
-            bins: args.get("spline-bins", SplineShape::default().bins)?,
-            bound: args.get("spline-bound", SplineShape::default().bound)?,
-        };
-        shape.validate()?;
-        family = Family::Spline(shape);
-    }
-    flow.family = family;
-    flow.stack = args.get("stack", flow.stack)?;
-    flow.layers = args.get("layers", flow.layers)?;
-    flow.width = args.get("width", flow.width)?;
-    flow.depth = args.get("depth", flow.depth)?;
-    flow.fourier_order = args.get("fourier-order", flow.fourier_order)?;
+    flow.family = match args.family {
+        Family::Spline(_) => {
+            let shape = SplineShape {
+                bins: args.spline_bins,
+                bound: args.spline_bound,
+            };
+            shape.validate()?;
+            Family::Spline(shape)
+        }
+        other => other,
+    };
+    flow.stack = args.stack.unwrap_or(flow.stack);
+    flow.layers = args.layers.unwrap_or(flow.layers);
+    flow.width = args.width.unwrap_or(flow.width);
+    flow.depth = args.depth.unwrap_or(flow.depth);
+    flow.fourier_order = args.fourier_order.unwrap_or(flow.fourier_order);
     // the paper's reference recipe: the spiral flow starts at centre (-0.5, -1), log-scale 0.
-    let spiral = target_name == "spiral";
-    flow.center = match args.str("center") {
+    let spiral = args.target == "spiral";
+    flow.center = match &args.center {
         Some(text) => Some(parse_vector(text, target.dim(), "--center")?),
         None if spiral => Some(vec![-0.5, -1.0]),
         None => None,
     };
-    flow.log_scale = match args.str("log-scale") {
+    flow.log_scale = match &args.log_scale {
         Some(text) => Some(parse_vector(text, target.dim(), "--log-scale")?),
         None if spiral => Some(vec![0.0, 0.0]),
         None => None,
@@ -108,67 +131,32 @@ pub fn config_from_args(args: &Args) -> Result<RunConfig, String> {
             "a coupling flow needs at least 2 dimensions; use elementwise for 1D targets".into(),
         );
     }
-    let loss = match args.str("loss") {
-        None => Loss::for_target(&target),
+    let loss = match args.loss.as_deref() {
         Some("forward-kl") => Loss::ForwardKl,
-        Some("reverse-kl") => Loss::ReverseKl,
-        Some(other) => {
-            return Err(format!(
-                "--loss must be forward-kl or reverse-kl, got '{other}'"
-            ));
-        }
-    };
-    let precision = match args.str("precision").unwrap_or("f32") {
-        "f32" => Precision::F32,
-        "f64" => Precision::F64,
-        other => return Err(format!("--precision must be f32 or f64, got '{other}'")),
+        Some(_) => Loss::ReverseKl,
+        None => Loss::for_target(&target),
     };
     let settings = TrainSettings {
-        batch: args.get("batch", 512)?,
-        learning_rate: args.get("lr", 1e-2)?,
-        seed: args.get("seed", 0)?,
+        batch: args.batch,
+        learning_rate: args.lr,
+        seed: args.seed,
         loss,
-        threads: args.get("threads", default_threads())?.max(1),
+        threads: args.threads.unwrap_or_else(default_threads).max(1),
     };
     Ok(RunConfig {
         target,
         flow,
-        steps: args.get("steps", 5000)?,
+        steps: args.steps,
         settings,
-        precision,
-        eval_samples: args.get("eval-samples", 20_000)?.max(1),
+        precision: args.precision,
+        eval_samples: args.eval_samples.max(1),
     })
 }
 
-fn parse_vector(text: &str, dim: usize, option: &str) -> Result<Vec<f64>, String> {
-    let v: Result<Vec<f64>, _> = text.split(',').map(|s| s.trim().parse::<f64>()).collect();
-    let v = v.map_err(|_| format!("{option}: cannot read '{text}' as numbers like -0.5,-1"))?;
-    if v.len() != dim || v.iter().any(|x| !x.is_finite()) {
-        return Err(format!("{option} needs {dim} finite numbers, got '{text}'"));
-    }
-    Ok(v)
-}
-
-pub fn run(argv: &[String]) -> Result<(), String> {
-    let args = Args::parse(argv, OPTIONS, &["quiet"])?;
+pub fn run(args: TrainArgs) -> Result<(), String> {
     let config = config_from_args(&args)?;
-    let backend = Backend::parse(args.str("backend").unwrap_or("cpu"))?;
-    let quiet = args.flag("quiet");
-    let out_path = args.str("out");
-    let total = config.steps;
-    let every = (total / 20).max(1);
-    let start = Instant::now();
-    let mut progress = |step: usize, loss: f64| {
-        if !quiet && (step.is_multiple_of(every) || step == total) {
-            let t = start.elapsed().as_secs_f64();
-            let rate = step as f64 / t.max(1e-9);
-            let eta = (total - step) as f64 / rate.max(1e-9);
-            eprintln!(
-                "step {step:>7}/{total}  loss {loss:>9.4}  {rate:>8.1} steps/s  eta {eta:>6.1} s"
-            );
-        }
-    };
-    let outcome = train_with(&config, trainer(&config, backend)?, &mut progress)?;
+    let mut progress = progress_printer(String::new(), config.steps, args.quiet);
+    let outcome = train_with(&config, trainer(&config, args.backend)?, &mut progress)?;
     let r = report(&config, &outcome);
     let metric = match (r.get("test_nll"), r.get("reverse_kl")) {
         (Some(v), _) if !v.is_null() => {
@@ -194,23 +182,25 @@ pub fn run(argv: &[String]) -> Result<(), String> {
         outcome.final_loss,
         r["n_params"],
     );
-    if let Some(path) = out_path {
-        let text = serde_json::to_string_pretty(&r)
-            .map_err(|e| format!("cannot encode the report: {e}"))?;
-        let mut file =
-            std::fs::File::create(path).map_err(|e| format!("cannot write '{path}': {e}"))?;
-        file.write_all(text.as_bytes())
-            .map_err(|e| format!("cannot write '{path}': {e}"))?;
+    if let Some(path) = &args.out {
+        write_json(path, &r)?;
     }
     if let Some(e) = outcome.stopped {
-        return Err(format!(
-            "{e}{}",
-            if out_path.is_some() {
-                " (report written)"
-            } else {
-                ""
-            }
-        ));
+        let written = if args.out.is_some() {
+            " (report written)"
+        } else {
+            ""
+        };
+        return Err(format!("{e}{written}"));
     }
     Ok(())
+}
+
+fn parse_vector(text: &str, dim: usize, option: &str) -> Result<Vec<f64>, String> {
+    let v: Result<Vec<f64>, _> = text.split(',').map(|s| s.trim().parse::<f64>()).collect();
+    let v = v.map_err(|_| format!("{option}: cannot read '{text}' as numbers like -0.5,-1"))?;
+    if v.len() != dim || v.iter().any(|x| !x.is_finite()) {
+        return Err(format!("{option} needs {dim} finite numbers, got '{text}'"));
+    }
+    Ok(v)
 }

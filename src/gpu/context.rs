@@ -111,20 +111,9 @@ impl GpuContext {
         self.error.lock().ok().and_then(|e| e.clone())
     }
 
-    /// A compute pipeline from WGSL source (the scalar library is prepended),
-    /// entry point `main`.
-    pub fn pipeline(&self, label: &str, kernel_source: &str) -> wgpu::ComputePipeline {
-        self.pipeline_at(label, kernel_source, "main")
-    }
-
-    /// A compute pipeline from WGSL source with the given entry point.
-    pub fn pipeline_at(
-        &self,
-        label: &str,
-        kernel_source: &str,
-        entry: &str,
-    ) -> wgpu::ComputePipeline {
-        let source = format!("{}\n{}", super::SCALAR_WGSL, kernel_source);
+    /// A compute pipeline from composed WGSL source ([`super::shader::compose`])
+    /// with the given entry point.
+    pub fn pipeline_at(&self, label: &str, source: &str, entry: &str) -> wgpu::ComputePipeline {
         let module = self
             .device
             .create_shader_module(wgpu::ShaderModuleDescriptor {

@@ -1,6 +1,6 @@
 //! Training coupling flows on the GPU. A coupling layer is a dense ResNet
 //! conditioner (matrix products, `matmul.wgsl`) feeding scalar stacks on the
-//! active coordinates (`coupling.wgsl`), so a step is a fixed list of small
+//! active coordinates (`coupling_stacks.wgsl`), so a step is a fixed list of small
 //! dispatches, recorded once and replayed: per layer its conditioner and
 //! stacks forward; the loss; per layer backwards the conditioner again (only
 //! the layer snapshots are kept, so memory does not grow with depth x batch),
@@ -10,7 +10,8 @@
 //! once.
 
 use super::optimizer::{FlowKernels, GpuOptimizer};
-use super::{GpuContext, kernels};
+use super::specialize::{energy_id, energy_value, stack_values};
+use super::{GpuContext, shader};
 use crate::flow::{CouplingFlow, CouplingSpec, Flow, FlowModel};
 use crate::target::Target;
 use crate::train::{Loss, TrainSettings};
@@ -66,7 +67,7 @@ fn matmul(dims: [usize; 3], flags: u32, a: Operand, b: Operand, c: Operand, rh: 
     }
 }
 
-/// `sum.wgsl`'s operation: the `n` loss terms at `loss` into the batch loss,
+/// `batch_sum.wgsl`'s operation: the `n` loss terms at `loss` into the batch loss,
 /// checking the `n_grad` gradient entries.
 pub(super) fn sum_op_words(n: usize, loss: usize, n_grad: usize) -> Vec<u32> {
     vec![n as u32, loss as u32, n_grad as u32, 0]
@@ -265,7 +266,7 @@ impl Planner<'_> {
         ));
     }
 
-    /// coupling.wgsl's settings for layer `l` applied as the `s`-th layer.
+    /// coupling_stacks.wgsl's settings for layer `l` applied as the `s`-th layer.
     fn couple_op(&self, kernel: Kernel, l: usize, s: usize, z_from_x: bool) -> Op {
         let (spec, lay, u) = (self.spec, &self.lay, Self::u);
         let (active, _) = spec.split(l);
@@ -410,7 +411,7 @@ impl GpuCouplingTrainer {
             return Err("the GPU coupling trainer takes a coupling flow".into());
         };
         let spec = flow.spec.clone();
-        let energy = kernels::energy_id(settings.loss, &target)?;
+        let energy = energy_id(settings.loss, &target)?;
         if energy != 0 && spec.dim != 2 {
             return Err("the GPU energies are 2D".into());
         }
@@ -435,25 +436,24 @@ impl GpuCouplingTrainer {
                 max >> 20
             ));
         }
-        let source = format!(
-            "{}\n{}\n{}",
-            kernels::stack_source(&spec.stack)?,
-            kernels::energy_source(energy),
-            include_str!("shaders/coupling.wgsl")
-                .replace("{D}", &spec.dim.to_string())
-                .replace("{NOUT}", &max_out(&spec).to_string())
-        );
-        let matmul_source = format!(
-            "{}\n{}",
-            super::GELU_WGSL,
-            include_str!("shaders/matmul.wgsl")
-        );
+        let mut values = stack_values(&spec.stack)?;
+        values.extend([
+            energy_value(energy),
+            ("D", spec.dim.to_string()),
+            ("NOUT", max_out(&spec).to_string()),
+        ]);
+        let compose = |root, values: &[shader::Value]| {
+            shader::compose(root, values).map_err(|e| e.to_string())
+        };
+        let source = compose("coupling_stacks.wgsl", &values)?;
+        let matmul_source = compose("matmul.wgsl", &[])?;
+        let sum_source = compose("batch_sum.wgsl", &[])?;
         let pipelines = Pipelines {
             matmul: ctx.pipeline_at("coupling matmul", &matmul_source, "matmul_main"),
             couple: ctx.pipeline_at("coupling stacks", &source, "couple_main"),
             couple_back: ctx.pipeline_at("coupling stacks backward", &source, "couple_back_main"),
             loss: ctx.pipeline_at("coupling loss", &source, "loss_main"),
-            sum: ctx.pipeline_at("coupling sum", super::SUM_WGSL, "sum_main"),
+            sum: ctx.pipeline_at("coupling sum", &sum_source, "sum_main"),
         };
         let batch = settings.batch;
         let loss = settings.loss;

@@ -1,8 +1,8 @@
 //! Training lattice coupling flows on the phi^4 field on the GPU, by reverse
-//! KL. A layer is a convolutional conditioner (`conv.wgsl`: periodic 3 x 3
+//! KL. A layer is a convolutional conditioner (`conv3x3.wgsl`: periodic 3 x 3
 //! convolutions computed directly, with a workgroup reduction per weight for
 //! the gradient) feeding the scalar stacks of the active sites
-//! (`lattice.wgsl`). As for the coupling flows ([`super::coupling`]), a step
+//! (`lattice_sites.wgsl`). As for the coupling flows ([`super::coupling`]), a step
 //! is a fixed list of dispatches recorded once and replayed: per layer the
 //! masked input, the conditioner and the stacks; the action and the loss; per
 //! layer backwards the conditioner again (only the field snapshots are kept),
@@ -10,7 +10,8 @@
 //! sites' adjoints; then the batch sum and Adam.
 
 use super::optimizer::{FlowKernels, GpuOptimizer};
-use super::{GpuContext, kernels};
+use super::specialize::stack_values;
+use super::{GpuContext, shader};
 use crate::flow::{Flow, FlowModel, LatticeFlow, LatticeSpec};
 use crate::target::Target;
 use crate::target::phi4::Phi4;
@@ -50,7 +51,7 @@ fn grid(items: usize, per: usize) -> [u32; 2] {
     [x as u32, total.div_ceil(x) as u32]
 }
 
-// conv.wgsl flags
+// conv3x3.wgsl flags
 const RESIDUAL_GELU_PRIME: u32 = 2;
 const FORWARD_ADD_R: u32 = 8;
 
@@ -137,7 +138,7 @@ impl Layout {
     }
 }
 
-/// One convolution's settings (`conv.wgsl`'s `ConvOp`).
+/// One convolution's settings (`conv3x3.wgsl`'s `ConvOp`).
 #[derive(Clone, Copy, Default)]
 struct ConvOp {
     c_in: usize,
@@ -304,7 +305,7 @@ impl Planner<'_> {
         );
     }
 
-    /// lattice.wgsl's settings for layer `l` applied as the `s`-th layer.
+    /// lattice_sites.wgsl's settings for layer `l` applied as the `s`-th layer.
     fn site_op(&self, kernel: Kernel, l: usize, s: usize, z_from_x: bool) -> Op {
         let (spec, lay) = (self.spec, &self.lay);
         let u = |v: usize| v as u32;
@@ -523,15 +524,14 @@ fn site_source(spec: &LatticeSpec, model: &Phi4) -> Result<String, String> {
         .collect::<Vec<_>>()
         .join(", ");
     let c = model.couplings;
-    Ok(format!(
-        "{}\n{}",
-        kernels::stack_source(&spec.stack)?,
-        include_str!("shaders/lattice.wgsl")
-            .replace("{COPIES}", if spec.z2 { "2" } else { "1" })
-            .replace("{M2}", &format!("{:?}", c.m2 as f32))
-            .replace("{LAMBDA}", &format!("{:?}", c.lambda as f32))
-            .replace("{ODD}", &odd)
-    ))
+    let mut values = stack_values(&spec.stack)?;
+    values.extend([
+        ("COPIES", if spec.z2 { "2" } else { "1" }.to_string()),
+        ("M2", format!("{:?}", c.m2 as f32)),
+        ("LAMBDA", format!("{:?}", c.lambda as f32)),
+        ("ODD", odd),
+    ]);
+    shader::compose("lattice_sites.wgsl", &values).map_err(|e| e.to_string())
 }
 
 /// A lattice coupling flow's training state on the GPU (reverse KL on phi^4).
@@ -581,11 +581,8 @@ impl GpuLatticeTrainer {
             ));
         }
         let site = site_source(&spec, &theory)?;
-        let conv = format!(
-            "{}\n{}",
-            super::GELU_WGSL,
-            include_str!("shaders/conv.wgsl")
-        );
+        let conv = shader::compose("conv3x3.wgsl", &[]).map_err(|e| e.to_string())?;
+        let sum = shader::compose("batch_sum.wgsl", &[]).map_err(|e| e.to_string())?;
         let pipelines = Pipelines {
             mask: ctx.pipeline_at("lattice mask", &site, "mask_main"),
             gelu: ctx.pipeline_at("lattice gelu", &conv, "gelu_main"),
@@ -604,7 +601,7 @@ impl GpuLatticeTrainer {
             couple_back: ctx.pipeline_at("lattice stacks backward", &site, "couple_back_main"),
             passive_bar: ctx.pipeline_at("lattice passive adjoints", &site, "passive_bar_main"),
             loss: ctx.pipeline_at("lattice loss", &site, "loss_main"),
-            sum: ctx.pipeline_at("lattice sum", super::SUM_WGSL, "sum_main"),
+            sum: ctx.pipeline_at("lattice sum", &sum, "sum_main"),
         };
         let batch = settings.batch;
         let opt = GpuOptimizer::new(&ctx, flow.params(), spec.volume(), target, settings)?;

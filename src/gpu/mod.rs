@@ -6,11 +6,12 @@
 
 pub mod context;
 pub mod coupling;
-pub mod kernels;
 pub mod lattice;
 pub mod optimizer;
 pub mod radial;
 pub mod scalar;
+pub mod shader;
+pub mod specialize;
 pub mod trainer;
 
 pub use context::GpuContext;
@@ -19,12 +20,3 @@ pub use lattice::GpuLatticeTrainer;
 pub use radial::GpuRadialTrainer;
 pub use scalar::ScalarEval;
 pub use trainer::GpuTrainer;
-
-/// The WGSL library of scalar bijections, shared by every kernel that needs them.
-pub const SCALAR_WGSL: &str = include_str!("shaders/scalar.wgsl");
-
-/// The conditioners' activation, for the kernels of their layers.
-const GELU_WGSL: &str = include_str!("shaders/gelu.wgsl");
-
-/// The batch loss and its finiteness check, shared by the flows' kernels.
-const SUM_WGSL: &str = include_str!("shaders/sum.wgsl");

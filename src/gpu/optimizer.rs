@@ -63,7 +63,8 @@ impl GpuOptimizer {
             ctx.storage("v backup", &zeros, true),
         ];
         let adam_settings = ctx.uniform("adam", &[0u8; 16]);
-        let adam = ctx.pipeline_at("adam", include_str!("shaders/adam.wgsl"), "adam_main");
+        let source = super::shader::compose("adam.wgsl", &[]).map_err(|e| e.to_string())?;
+        let adam = ctx.pipeline_at("adam", &source, "adam_main");
         let adam_bind = ctx.bind(&adam, &[&adam_settings, &total, &params, &m, &v]);
         Ok(Self {
             rng: Rng::seeded(settings.seed ^ 0x7261_696e),

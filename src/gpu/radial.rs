@@ -1,14 +1,15 @@
 //! Training radial flows on the GPU: per step, one dispatch computes every
-//! sample's loss term and gradient (`radial.wgsl`: forward KL in the density
+//! sample's loss term and gradient (`radial_flow.wgsl`: forward KL in the density
 //! direction, or reverse KL against a 2D energy in the sampling direction), one
-//! sums them over the batch (`optimizer.wgsl`) and one applies Adam
+//! sums them over the batch (`column_sum.wgsl`) and one applies Adam
 //! (`adam.wgsl`). Parameters and the optimizer's moments stay on the GPU between
 //! steps; the batch is drawn on the CPU, as the CPU trainer draws it, and
 //! uploaded (a few kilobytes). The same kernels give log q on grids and push
 //! latent points through `x_from_z` for display.
 
 use super::optimizer::{FlowKernels, GpuOptimizer};
-use super::{GpuContext, kernels};
+use super::specialize::{energy_id, energy_value, stack_values};
+use super::{GpuContext, shader};
 use crate::flow::{Flow, FlowModel, RadialConditioner, RadialFlow};
 use crate::target::Target;
 use crate::train::TrainSettings;
@@ -25,16 +26,14 @@ fn kernel_source(flow: &RadialFlow<f64>, energy: u32) -> Result<String, String> 
     if spec.dim > 16 {
         return Err("the GPU radial kernel takes up to 16 dimensions".into());
     }
-    let radial = include_str!("shaders/radial.wgsl")
-        .replace("{D}", &spec.dim.to_string())
-        .replace("{ORDER}", &order.to_string())
-        .replace("{NPARAMS}", &spec.n_params().to_string());
-    Ok(format!(
-        "{}\n{}\n{}",
-        kernels::stack_source(&spec.stack)?,
-        kernels::energy_source(energy),
-        radial
-    ))
+    let mut values = stack_values(&spec.stack)?;
+    values.extend([
+        energy_value(energy),
+        ("D", spec.dim.to_string()),
+        ("ORDER", order.to_string()),
+        ("NPARAMS", spec.n_params().to_string()),
+    ]);
+    shader::compose("radial_flow.wgsl", &values).map_err(|e| e.to_string())
 }
 
 /// Workgroups for `n` points, one thread each (WebGPU allows 65,535 per dimension).
@@ -81,7 +80,7 @@ impl GpuRadialTrainer {
                     .into(),
             );
         };
-        let energy = kernels::energy_id(settings.loss, &target)?;
+        let energy = energy_id(settings.loss, &target)?;
         if energy != 0 && flow.dim() != 2 {
             return Err("the GPU energies are 2D".into());
         }
@@ -112,11 +111,8 @@ impl GpuRadialTrainer {
             (energy != 0).then(|| ctx.pipeline_at("radial reverse", &source, "grad_reverse_main"));
         let grad = ctx.pipeline_at("radial grad", &source, "grad_main");
         let push = ctx.pipeline_at("radial push", &source, "push_main");
-        let reduce = ctx.pipeline_at(
-            "reduce",
-            include_str!("shaders/optimizer.wgsl"),
-            "reduce_main",
-        );
+        let column_sum = shader::compose("column_sum.wgsl", &[]).map_err(|e| e.to_string())?;
+        let reduce = ctx.pipeline_at("reduce", &column_sum, "reduce_main");
         let n_params = flow.n_params();
         let d = flow.dim();
         let b = settings.batch;

@@ -22,12 +22,10 @@ impl ScalarEval {
         if let Some((_, p)) = self.pipelines.borrow().iter().find(|(f, _)| *f == family) {
             return Ok(p.clone());
         }
-        let source = format!(
-            "{}\n{}",
-            super::kernels::stack_source(&Stack::uniform(family, 1))?,
-            include_str!("shaders/scalar_eval.wgsl")
-        );
-        let pipeline = ctx.pipeline("scalar_eval", &source);
+        let values = super::specialize::stack_values(&Stack::uniform(family, 1))?;
+        let source =
+            super::shader::compose("scalar_eval.wgsl", &values).map_err(|e| e.to_string())?;
+        let pipeline = ctx.pipeline_at("scalar_eval", &source, "main");
         self.pipelines.borrow_mut().push((family, pipeline.clone()));
         Ok(pipeline)
     }

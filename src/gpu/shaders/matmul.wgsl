@@ -2,11 +2,13 @@
 // C(i, j) = sum_k A(i, k) B(k, j), 16 x 16 tiles in workgroup memory. Every
 // operand is addressed by (offset, row stride, column stride), so transposes
 // and the checker mask's strided coordinates need no copies; the flags select
-// where operands live and what happens around the product (src/flow/mlp.rs):
+// where operands live and what happens around the product (src/flow/nn/mlp.rs):
 //
 //   forward       h' = [g(h) | 1] [W; b] (+ h)       (A gets a ones column)
 //   weight grad   [dW; db] = [g(h) | 1]^T h_bar      (A^T gets a ones row)
 //   input grad    h_bar' = R + (h_bar W^T) * gelu'(H)   or   R + h_bar W^T
+
+#import lib/gelu.wgsl
 
 struct Operand {
     offset: u32,
@@ -41,7 +43,7 @@ struct MatOp {
 var<workgroup> tile_a: array<array<f32, 16>, 16>;
 var<workgroup> tile_b: array<array<f32, 16>, 16>;
 
-// gelu, gelu_prime: gelu.wgsl, prepended
+// gelu, gelu_prime: lib/gelu.wgsl
 
 fn a_at(i: u32, k: u32) -> f32 {
     if (i >= op.m || k >= op.k) {

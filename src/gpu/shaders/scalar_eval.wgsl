@@ -1,6 +1,8 @@
 // Applies one scalar bijection (raw parameters shared by all points) to a batch:
 // out[i] = f(x[i]) or f^-1(x[i]), with log f' at the point on the x_from_z side.
-// The layer is stack.wgsl's one-layer stack, specialized for the family.
+// The layer is lib/stack.wgsl's one-layer stack, specialized for the family.
+
+#import lib/stack.wgsl
 
 struct Settings {
     direction: u32,   // 0 x_from_z, 1 z_from_x

@@ -1,6 +1,8 @@
 // Energy targets (src/target/energy.rs), 2D: TARGET 1 two-moons, 2 circular
 // GMM, 3 ring mixture (two rings). The Rust side fills in TARGET.
 
+#import lib/scalar.wgsl
+
 const TARGET: u32 = {TARGET}u;
 const ENERGY_PI: f32 = 3.141592653589793;
 

@@ -2,6 +2,9 @@
 // thread per sample, mirroring src/flow/radial.rs. The Rust side fills in the
 // structure constants below (dimension, stack, family, conditioner).
 
+#import lib/stack.wgsl
+#import lib/energy.wgsl
+
 const D: u32 = {D}u;          // data dimension
 const ORDER: u32 = {ORDER}u;  // Fourier order (0: direct flow)
 const NF: u32 = 2u * ORDER + 1u;

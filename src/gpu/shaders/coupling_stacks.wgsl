@@ -3,6 +3,9 @@
 // loss. The conditioner's dense layers run in matmul.wgsl. One thread per
 // sample; every array lives in `work` at offsets the Rust side lays out.
 
+#import lib/stack.wgsl
+#import lib/energy.wgsl
+
 const D: u32 = {D}u;        // data dimension
 const NOUT: u32 = {NOUT}u;  // conditioner outputs per sample (active coordinates x NRAW)
 const LOG_2PI: f32 = 1.8378770664093453;

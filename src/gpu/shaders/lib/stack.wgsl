@@ -2,6 +2,8 @@
 // layer-major), mirroring src/bijection/. The Rust side fills in the constants
 // and the layout functions; kernels that use it define how `raw` is filled.
 
+#import lib/scalar.wgsl
+
 const K: u32 = {K}u;          // layers in the stack
 const NRAW: u32 = {NRAW}u;    // raw parameters of the whole stack
 const PF: u32 = {PF}u;        // the most raw parameters of one layer (at least 5)

@@ -1,6 +1,8 @@
-//! Assembling WGSL sources: the scalar stack and the energy targets are shared
-//! by the radial and coupling kernels and specialized by string constants.
+//! The structure constants the shaders are specialized for: a stack's families
+//! and layout (`lib/stack.wgsl`) and the energy a reverse-KL kernel evaluates
+//! (`lib/energy.wgsl`), as values for [`super::shader::compose`].
 
+use super::shader::Value;
 use crate::bijection::{Family, Stack};
 use crate::target::{Target, TargetKind};
 use crate::train::Loss;
@@ -23,7 +25,7 @@ pub fn energy_id(loss: Loss, target: &Target) -> Result<u32, String> {
     }
 }
 
-/// The kernels' id of a family (see `stack.wgsl`).
+/// The kernels' id of a family (see `lib/stack.wgsl`).
 fn family_id(family: Family) -> Result<u32, String> {
     match family {
         Family::CubicRational => Ok(0),
@@ -35,9 +37,9 @@ fn family_id(family: Family) -> Result<u32, String> {
     }
 }
 
-/// `stack.wgsl` specialized for `stack`: one family (constant-folded) or a
+/// `lib/stack.wgsl`'s values for `stack`: one family (constant-folded) or a
 /// mixed stack (per-layer tables). Spline layers of one stack share a shape.
-pub fn stack_source(stack: &Stack) -> Result<String, String> {
+pub fn stack_values(stack: &Stack) -> Result<Vec<Value>, String> {
     let layers = stack.layers();
     let first = *layers
         .first()
@@ -81,16 +83,17 @@ pub fn stack_source(stack: &Stack) -> Result<String, String> {
             k = layers.len()
         )
     };
-    Ok(include_str!("shaders/stack.wgsl")
-        .replace("{LAYOUT}", &layout)
-        .replace("{K}", &stack.len().to_string())
-        .replace("{NRAW}", &stack.n_raw().to_string())
-        .replace("{PF}", &widest.max(5).to_string())
-        .replace("{SPLINE_BINS}", &spline.bins.to_string())
-        .replace("{SPLINE_BOUND}", &format!("{:?}", spline.bound as f32)))
+    Ok(vec![
+        ("LAYOUT", layout),
+        ("K", stack.len().to_string()),
+        ("NRAW", stack.n_raw().to_string()),
+        ("PF", widest.max(5).to_string()),
+        ("SPLINE_BINS", spline.bins.to_string()),
+        ("SPLINE_BOUND", format!("{:?}", spline.bound as f32)),
+    ])
 }
 
-/// `energy.wgsl` specialized for energy `id` (see [`energy_id`]).
-pub fn energy_source(id: u32) -> String {
-    include_str!("shaders/energy.wgsl").replace("{TARGET}", &id.to_string())
+/// `lib/energy.wgsl`'s value for energy `id` (see [`energy_id`]).
+pub fn energy_value(id: u32) -> Value {
+    ("TARGET", id.to_string())
 }

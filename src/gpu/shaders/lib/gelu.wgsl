@@ -1,6 +1,7 @@
-// The conditioners' activation (src/flow/mod.rs): gelu in its tanh form,
-// written with a sigmoid, and its derivative. Prepended to the kernels that
-// need it.
+// The conditioners' activation (src/flow/nn/mod.rs): gelu in its tanh form,
+// written with a sigmoid, and its derivative.
+
+#import lib/scalar.wgsl
 
 const GELU_K: f32 = 0.7978845608028654; // sqrt(2 / pi)
 

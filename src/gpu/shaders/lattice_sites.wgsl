@@ -1,12 +1,14 @@
 // Lattice coupling flows on the GPU, the per-site parts (src/flow/lattice.rs):
 // the conditioner's masked input, each active site's scalar stack and its
 // reverse mode, the adjoint of the masked input, and the phi^4 loss. The
-// convolutions run in conv.wgsl. Fields are rows of n x V, site s = y * L + x;
+// convolutions run in conv3x3.wgsl. Fields are rows of n x V, site s = y * L + x;
 // layer sites with (x + y + parity) odd are active.
 //
 // The Z2-equivariant design (COPIES = 2) runs the conditioner on the field and
 // on its negation (rows n V .. 2 n V); raw value q takes the odd part
 // (N(+) - N(-)) / 2 where ODD marks it, the even part otherwise.
+
+#import lib/stack.wgsl
 
 const COPIES: u32 = {COPIES}u;
 const M2: f32 = {M2};

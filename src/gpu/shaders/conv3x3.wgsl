@@ -1,4 +1,4 @@
-// The lattice flows' convolutional conditioner (src/flow/conv.rs): periodic
+// The lattice flows' convolutional conditioner (src/flow/nn/conv.rs): periodic
 // 3 x 3 convolutions on the L x L lattice, computed directly (no im2col
 // copy). A batch is a matrix with one row per (copy, sample, site), row
 // `r = b * V + s`, site `s = y * L + x`, and one column per channel. Kernels
@@ -13,6 +13,8 @@
 //
 // The input gradient gathers instead of scattering: tap t of site s reads
 // site s + offset(t), so its transpose at site s reads s - offset(t). No atomics.
+
+#import lib/gelu.wgsl
 
 struct ConvOp {
     rows: u32,     // copies x samples x V

@@ -1,0 +1,442 @@
+//! `flowplay phi4`: flows trained on the phi^4 lattice field and measured
+//! against the reference from Hamiltonian Monte Carlo (`flowplay phi4 hmc`),
+//! and the comparison of flow designs (`flowplay phi4 compare`).
+
+mod report;
+
+use super::{parse_precision, progress_printer, write_json};
+use crate::bijection::Family;
+use crate::mcmc::Estimate;
+use crate::mcmc::hmc::HmcSettings;
+use crate::phi4::design::{Design, comparison_designs};
+use crate::phi4::observables::Phi4Observables;
+use crate::phi4::reference::{Phi4Reference, reference};
+use crate::run::backend::Backend;
+use crate::run::phi4::flow_run;
+use crate::target::phi4::{Couplings, Phi4};
+use crate::train::config::Precision;
+use crate::train::{Loss, TrainSettings, default_threads};
+use clap::{Args, Subcommand};
+use serde_json::json;
+use std::time::Instant;
+
+/// Flows on the phi^4 field (docs/mathematics.md, section 8). Without a
+/// command it trains one flow by reverse KL (from the action alone, no
+/// samples), then draws --samples configurations and corrects them two ways,
+/// independent Metropolis-Hastings and importance weights, next to an HMC
+/// reference: ESS/N, the IMH acceptance, the reverse KL, the fraction of
+/// samples with M > 0 (1/2 for the symmetric target: the mode-collapse
+/// measure), <|M|>/V and <M^2>/V.
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Phi4Args {
+    #[command(subcommand)]
+    command: Option<Phi4Command>,
+    #[command(flatten)]
+    train: FlowArgs,
+}
+
+#[derive(Subcommand)]
+enum Phi4Command {
+    /// Train one flow on the field and measure it (the default).
+    Train(FlowArgs),
+    /// The same budget for an affine coupling flow, each analytic family and
+    /// the Z2-equivariant designs, at a symmetric and a broken point, as one
+    /// Markdown table.
+    Compare(CompareArgs),
+    /// The HMC reference alone: <|M|>/V, <M^2>/V, the susceptibility and the
+    /// two-point function, each with its error from the integrated
+    /// autocorrelation time.
+    Hmc(HmcArgs),
+}
+
+/// The lattice and its couplings, in either convention.
+#[derive(Args)]
+struct TheoryArgs {
+    /// Lattice side L (even): the lattice is L x L with periodic boundaries
+    #[arg(long, default_value_t = 8)]
+    lattice: usize,
+    /// Mass term of the standard convention (default -4)
+    #[arg(long, allow_hyphen_values = true)]
+    m2: Option<f64>,
+    /// Quartic coupling of the standard convention (default 8)
+    #[arg(long)]
+    lambda: Option<f64>,
+    /// Hopping parameter of the hopping convention
+    #[arg(long)]
+    kappa: Option<f64>,
+    /// Quartic coupling of the hopping convention
+    #[arg(long)]
+    lambda_h: Option<f64>,
+}
+
+impl TheoryArgs {
+    /// The couplings from either convention.
+    fn couplings(&self) -> Result<Couplings, String> {
+        let standard = self.m2.is_some() || self.lambda.is_some();
+        let hopping = self.kappa.is_some() || self.lambda_h.is_some();
+        match (standard, hopping) {
+            (true, true) => Err(
+                "give the couplings in one convention: --m2/--lambda or --kappa/--lambda-h".into(),
+            ),
+            (false, true) => Couplings::from_hopping(
+                self.kappa.unwrap_or(f64::NAN),
+                self.lambda_h.unwrap_or(0.0),
+            ),
+            _ => Ok(Couplings {
+                m2: self.m2.unwrap_or(-4.0),
+                lambda: self.lambda.unwrap_or(8.0),
+            }),
+        }
+    }
+
+    fn model(&self) -> Result<Phi4, String> {
+        Phi4::new(self.lattice, self.couplings()?)
+    }
+}
+
+/// How a flow trains on the lattice.
+#[derive(Args)]
+struct TrainingArgs {
+    /// Training steps
+    #[arg(long, default_value_t = 1000)]
+    steps: usize,
+    /// Fields per step
+    #[arg(long, default_value_t = 256)]
+    batch: usize,
+    /// Adam's learning rate
+    #[arg(long, default_value_t = 3e-3)]
+    lr: f64,
+    /// Random seed
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// CPU arithmetic: f32 or f64
+    #[arg(long, default_value = "f32", value_parser = parse_precision)]
+    precision: Precision,
+    /// cpu, or gpu (WGSL kernels for the lattice coupling flows; measuring stays on the CPU)
+    #[arg(long, default_value = "cpu", value_parser = Backend::parse)]
+    backend: Backend,
+    /// CPU threads (default: all cores)
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Flow samples drawn for the estimates
+    #[arg(long, default_value_t = 20_000)]
+    samples: usize,
+    /// HMC trajectories of the reference (0: none)
+    #[arg(long, default_value_t = 10_000)]
+    trajectories: usize,
+    /// Write the JSON report to this file
+    #[arg(long, value_name = "FILE")]
+    out: Option<String>,
+    /// No progress output
+    #[arg(long)]
+    quiet: bool,
+}
+
+impl TrainingArgs {
+    fn settings(&self) -> TrainSettings {
+        TrainSettings {
+            batch: self.batch,
+            learning_rate: self.lr,
+            seed: self.seed,
+            loss: Loss::ReverseKl,
+            threads: self.threads.unwrap_or_else(default_threads).max(1),
+        }
+    }
+}
+
+/// One flow on the lattice.
+#[derive(Args)]
+struct FlowArgs {
+    #[command(flatten)]
+    theory: TheoryArgs,
+    /// coupling (checkerboard masks, 3 x 3 convolutional conditioner), radial
+    /// (the whole field along rays from a centre) or elementwise (one stack on
+    /// every site)
+    #[arg(long, default_value = "coupling", value_parser = Design::parse_kind)]
+    flow: crate::flow::FlowKind,
+    /// cubic_rational, sinh, cubic, affine, spline
+    #[arg(long, default_value = "cubic_rational", value_parser = Family::parse)]
+    family: Family,
+    /// Z2-equivariant: odd site maps with an even/odd conditioner, or the
+    /// radial centre fixed at 0; the density is symmetric under phi -> -phi
+    #[arg(long)]
+    z2: bool,
+    /// Copies of the family per site (default 1; 16 for radial flows)
+    #[arg(long)]
+    stack: Option<usize>,
+    /// Coupling layers (default 8)
+    #[arg(long)]
+    layers: Option<usize>,
+    /// Conditioner channels (default 8)
+    #[arg(long)]
+    width: Option<usize>,
+    /// Conditioner residual blocks (default 1)
+    #[arg(long)]
+    depth: Option<usize>,
+    #[command(flatten)]
+    training: TrainingArgs,
+}
+
+/// The comparison of designs.
+#[derive(Args)]
+struct CompareArgs {
+    /// Lattice side L (even)
+    #[arg(long, default_value_t = 8)]
+    lattice: usize,
+    /// The symmetric point's m^2
+    #[arg(long, default_value_t = -4.0, allow_hyphen_values = true)]
+    m2: f64,
+    /// The symmetric point's lambda
+    #[arg(long, default_value_t = 8.0)]
+    lambda: f64,
+    /// The broken point's m^2
+    #[arg(long, default_value_t = -4.0, allow_hyphen_values = true)]
+    broken_m2: f64,
+    /// The broken point's lambda
+    #[arg(long, default_value_t = 2.0)]
+    broken_lambda: f64,
+    #[command(flatten)]
+    training: TrainingArgs,
+}
+
+/// The HMC reference alone.
+#[derive(Args)]
+struct HmcArgs {
+    #[command(flatten)]
+    theory: TheoryArgs,
+    /// Trajectories measured
+    #[arg(long, default_value_t = HmcSettings::default().trajectories)]
+    trajectories: usize,
+    /// Trajectories discarded first (the step size adapts towards 80% acceptance)
+    #[arg(long, default_value_t = HmcSettings::default().thermalize)]
+    thermalize: usize,
+    /// Leapfrog steps per trajectory
+    #[arg(long, default_value_t = HmcSettings::default().leapfrog)]
+    leapfrog: usize,
+    /// Initial leapfrog step size
+    #[arg(long, default_value_t = HmcSettings::default().step)]
+    step: f64,
+    /// Random seed
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Write the JSON report: every estimate as {mean, error, tau_int}, the
+    /// full two-point function and the histogram of M/V
+    #[arg(long, value_name = "FILE")]
+    out: Option<String>,
+}
+
+pub fn run(args: Phi4Args) -> Result<(), String> {
+    match args.command {
+        Some(Phi4Command::Hmc(hmc_args)) => hmc(hmc_args),
+        Some(Phi4Command::Compare(compare_args)) => compare(compare_args),
+        Some(Phi4Command::Train(flow_args)) => train(flow_args),
+        None => train(args.train),
+    }
+}
+
+fn hmc(args: HmcArgs) -> Result<(), String> {
+    let model = args.theory.model()?;
+    let settings = HmcSettings {
+        trajectories: args.trajectories,
+        thermalize: args.thermalize,
+        leapfrog: args.leapfrog,
+        step: args.step,
+        seed: args.seed,
+    };
+    if settings.trajectories < 2 {
+        return Err("--trajectories must be at least 2".into());
+    }
+    let start = Instant::now();
+    let r = reference(&model, &settings, |done, total| {
+        eprintln!(
+            "hmc: {done}/{total} trajectories ({:.1} s)",
+            start.elapsed().as_secs_f64()
+        );
+    })?;
+    let seconds = start.elapsed().as_secs_f64();
+    let c = model.couplings;
+    let show = |e: &Estimate| format!("{:.5} +- {:.5} (tau_int {:.1})", e.mean, e.error, e.tau_int);
+    println!(
+        "phi4 L={} m2={} lambda={}: acceptance {:.3}, step {:.4}, {seconds:.1} s",
+        model.size, c.m2, c.lambda, r.stats.acceptance, r.stats.step
+    );
+    let obs = &r.observables;
+    println!("  <|M|>/V  {}", show(&obs.abs_m));
+    println!("  <M^2>/V  {}", show(&obs.m2));
+    println!("  chi      {}", show(&obs.chi));
+    println!("  G_c(0)   {}", show(&obs.two_point[0]));
+    if let Some(path) = &args.out {
+        write_json(path, &report::report(&model, &settings, &r, seconds))?;
+    }
+    Ok(())
+}
+
+/// The HMC reference at `model` (None for 0 trajectories).
+fn hmc_reference(
+    model: &Phi4,
+    trajectories: usize,
+    seed: u64,
+) -> Result<Option<Phi4Reference>, String> {
+    if trajectories == 0 {
+        return Ok(None);
+    }
+    let settings = HmcSettings {
+        trajectories: trajectories.max(2),
+        seed,
+        ..HmcSettings::default()
+    };
+    reference(model, &settings, |_, _| {}).map(Some)
+}
+
+fn train(args: FlowArgs) -> Result<(), String> {
+    let model = args.theory.model()?;
+    let mut design = Design::new(args.flow, args.family, args.z2)?;
+    let f = &mut design.flow;
+    f.stack = args.stack.unwrap_or(f.stack);
+    f.layers = args.layers.unwrap_or(f.layers);
+    f.width = args.width.unwrap_or(f.width);
+    f.depth = args.depth.unwrap_or(f.depth);
+    let t = &args.training;
+    let reference = hmc_reference(&model, t.trajectories, t.seed)?;
+    let mut progress = progress_printer(format!("{}: ", design.label()), t.steps, t.quiet);
+    let run = flow_run(
+        &model,
+        &design,
+        t.steps,
+        t.settings(),
+        t.precision,
+        t.backend,
+        t.samples,
+        &mut progress,
+    )?;
+    let e = &run.estimates;
+    let c = model.couplings;
+    println!(
+        "phi4 L={} m2={} lambda={}, {} ({} params): {} steps in {:.1} s",
+        model.size,
+        c.m2,
+        c.lambda,
+        design.label(),
+        run.outcome.model.as_flow().n_params(),
+        run.outcome.steps,
+        run.outcome.seconds
+    );
+    println!(
+        "  ESS/N {:.3}  IMH acceptance {:.3}  reverse KL {:.3}  M>0 fraction {:.3}",
+        e.ess, e.acceptance, e.reverse_kl, e.positive_fraction
+    );
+    let show = |x: &Estimate| format!("{:.4} +- {:.4}", x.mean, x.error);
+    let hmc = |pick: fn(&Phi4Observables) -> &Estimate| {
+        reference.as_ref().map_or(String::new(), |r| {
+            format!("   HMC {}", show(pick(&r.observables)))
+        })
+    };
+    println!(
+        "  <|M|>/V  IMH {}   reweighted {}{}",
+        show(&e.imh.abs_m),
+        show(&e.reweighted.abs_m),
+        hmc(|o| &o.abs_m)
+    );
+    println!(
+        "  <M^2>/V  IMH {}   reweighted {}{}",
+        show(&e.imh.m2),
+        show(&e.reweighted.m2),
+        hmc(|o| &o.m2)
+    );
+    if let Some(path) = &t.out {
+        let v = report::flow_report(&model, &design, &run, reference.as_ref());
+        write_json(path, &v)?;
+    }
+    if let Some(stopped) = &run.outcome.stopped {
+        return Err(stopped.to_string());
+    }
+    Ok(())
+}
+
+fn compare(args: CompareArgs) -> Result<(), String> {
+    let points = [
+        (
+            "symmetric",
+            Couplings {
+                m2: args.m2,
+                lambda: args.lambda,
+            },
+        ),
+        (
+            "broken",
+            Couplings {
+                m2: args.broken_m2,
+                lambda: args.broken_lambda,
+            },
+        ),
+    ];
+    let t = &args.training;
+    let settings = t.settings();
+    let start = Instant::now();
+    let mut rows = Vec::new();
+    let mut reports = Vec::new();
+    for (phase, couplings) in points {
+        let model = Phi4::new(args.lattice, couplings)?;
+        let reference = hmc_reference(&model, t.trajectories.max(2), settings.seed)?
+            .ok_or_else(|| "the comparison needs an HMC reference".to_string())?;
+        for design in comparison_designs() {
+            let label = format!("{phase} {}: ", design.label());
+            let mut progress = progress_printer(label, t.steps, t.quiet);
+            // the Z2 radial flow's fixed centre is the CPU trainer's alone
+            let backend = if design.flow.fixed_centre() {
+                Backend::Cpu
+            } else {
+                t.backend
+            };
+            let run = flow_run(
+                &model,
+                &design,
+                t.steps,
+                settings.clone(),
+                t.precision,
+                backend,
+                t.samples,
+                &mut progress,
+            )?;
+            let e = &run.estimates;
+            let h = &reference.observables;
+            rows.push(format!(
+                "| {phase} (m2={}, lambda={}) | {} | {:.3} | {:.3} | {:.2} | {:.3} | {:+.3} | {:.3} +- {:.3} | {:.3} +- {:.3} |",
+                couplings.m2,
+                couplings.lambda,
+                design.label(),
+                e.ess,
+                e.acceptance,
+                e.reverse_kl,
+                e.positive_fraction,
+                e.imh.m.mean,
+                e.imh.abs_m.mean,
+                e.imh.abs_m.error,
+                h.abs_m.mean,
+                h.abs_m.error,
+            ));
+            reports.push(report::flow_report(&model, &design, &run, Some(&reference)));
+        }
+    }
+    println!(
+        "L = {}, {} steps of batch {}, lr {}, {} samples each ({:.0} s):\n",
+        args.lattice,
+        t.steps,
+        settings.batch,
+        settings.learning_rate,
+        t.samples,
+        start.elapsed().as_secs_f64()
+    );
+    println!(
+        "| point | flow | ESS/N | IMH acceptance | reverse KL | fraction M > 0 | <M>/V (IMH; exact 0) | <\\|M\\|>/V (IMH) | <\\|M\\|>/V (HMC) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for row in &rows {
+        println!("{row}");
+    }
+    if let Some(path) = &t.out {
+        write_json(path, &json!({ "runs": reports }))?;
+    }
+    Ok(())
+}
