@@ -8,8 +8,8 @@
 //! parameters in turn ([`MlpShape`]); the conditioner's output is split per
 //! active element first, then that element's stack raw values.
 
+use super::layers::{CouplingLayers, Direction, flow_through_layers};
 use super::nn::mlp::{MlpCache, MlpShape};
-use super::{Adjoint, Flow};
 use crate::bijection::{Family, Stack};
 use crate::real::Real;
 use crate::rng::Rng;
@@ -90,83 +90,6 @@ pub(super) struct LayerCache<T> {
     mlp: MlpCache<T>,
     raw: Array2<T>,
     active: ActiveTrace<T>,
-}
-
-/// The direction a layer runs in.
-#[derive(Clone, Copy, PartialEq)]
-pub(super) enum Direction {
-    XFromZ,
-    ZFromX,
-}
-
-/// A flow of coupling layers: the sampling direction applies layers 0, 1, ...,
-/// the density direction their inverses in reverse order.
-pub(super) trait CouplingLayers<T: Real> {
-    /// What one layer's forward pass keeps for its backward pass.
-    type Cache;
-
-    fn n_layers(&self) -> usize;
-
-    /// Runs layer `l` in `dir` on `cur` (n x d) in place, adding log-dets.
-    fn layer_forward(
-        &self,
-        l: usize,
-        dir: Direction,
-        cur: &mut [T],
-        log_det: &mut [T],
-    ) -> Self::Cache;
-
-    /// Backward through layer `l`: `bar` holds the output adjoints (n x d) and
-    /// is turned into the input adjoints; parameter adjoints go into `grad`.
-    fn layer_backward(
-        &self,
-        l: usize,
-        dir: Direction,
-        cache: &Self::Cache,
-        bar: &mut [T],
-        ld_bar: &[T],
-        grad: &mut [T],
-    );
-}
-
-/// Runs every layer of `flow` in `dir` from `input` into `output` and, given
-/// an adjoint, back through them, adding parameter adjoints into its `grad`.
-pub(super) fn run_layers<T: Real, F: CouplingLayers<T>>(
-    flow: &F,
-    dir: Direction,
-    input: &[T],
-    output: &mut [T],
-    log_det: &mut [T],
-    backward: Option<(&Adjoint<T>, &mut [T])>,
-) {
-    output.copy_from_slice(input);
-    log_det.iter_mut().for_each(|v| *v = T::zero());
-    let order: Vec<usize> = match dir {
-        Direction::XFromZ => (0..flow.n_layers()).collect(),
-        Direction::ZFromX => (0..flow.n_layers()).rev().collect(),
-    };
-    let mut caches = Vec::with_capacity(order.len());
-    for &l in &order {
-        caches.push(flow.layer_forward(l, dir, output, log_det));
-    }
-    let Some((adjoint, grad)) = backward else {
-        return;
-    };
-    let d = output.len() / log_det.len().max(1);
-    let mut bar = vec![T::zero(); output.len()];
-    let ld_bar: Vec<T> = (0..log_det.len())
-        .map(|i| {
-            adjoint(
-                i,
-                &output[i * d..(i + 1) * d],
-                log_det[i],
-                &mut bar[i * d..(i + 1) * d],
-            )
-        })
-        .collect();
-    for (&l, cache) in order.iter().zip(&caches).rev() {
-        flow.layer_backward(l, dir, cache, &mut bar, &ld_bar, grad);
-    }
 }
 
 /// What transforming a layer's active elements keeps for the backward pass.
@@ -297,6 +220,18 @@ impl<T: Real> CouplingFlow<T> {
 impl<T: Real> CouplingLayers<T> for CouplingFlow<T> {
     type Cache = LayerCache<T>;
 
+    fn dim(&self) -> usize {
+        self.spec.dim
+    }
+
+    fn params(&self) -> &[T] {
+        &self.params
+    }
+
+    fn params_mut(&mut self) -> &mut [T] {
+        &mut self.params
+    }
+
     fn n_layers(&self) -> usize {
         self.spec.layers
     }
@@ -369,60 +304,4 @@ impl<T: Real> CouplingLayers<T> for CouplingFlow<T> {
     }
 }
 
-impl<T: Real> Flow<T> for CouplingFlow<T> {
-    fn dim(&self) -> usize {
-        self.spec.dim
-    }
-
-    fn params(&self) -> &[T] {
-        &self.params
-    }
-
-    fn params_mut(&mut self) -> &mut [T] {
-        &mut self.params
-    }
-
-    fn x_from_z(&self, z: &[T], x: &mut [T], log_det: &mut [T]) {
-        run_layers(self, Direction::XFromZ, z, x, log_det, None);
-    }
-
-    fn z_from_x(&self, x: &[T], z: &mut [T], log_det: &mut [T]) {
-        run_layers(self, Direction::ZFromX, x, z, log_det, None);
-    }
-
-    fn z_from_x_grad(
-        &self,
-        x: &[T],
-        adjoint: &Adjoint<T>,
-        z: &mut [T],
-        log_det: &mut [T],
-        grad: &mut [T],
-    ) {
-        run_layers(
-            self,
-            Direction::ZFromX,
-            x,
-            z,
-            log_det,
-            Some((adjoint, grad)),
-        );
-    }
-
-    fn x_from_z_grad(
-        &self,
-        z: &[T],
-        adjoint: &Adjoint<T>,
-        x: &mut [T],
-        log_det: &mut [T],
-        grad: &mut [T],
-    ) {
-        run_layers(
-            self,
-            Direction::XFromZ,
-            z,
-            x,
-            log_det,
-            Some((adjoint, grad)),
-        );
-    }
-}
+flow_through_layers!(CouplingFlow);

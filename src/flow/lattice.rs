@@ -17,11 +17,9 @@
 //! Fields are rows of `n x V` arrays, site `s = y * L + x`. Parameter layout:
 //! each layer's [`ConvShape`] parameters in turn.
 
-use super::coupling::{
-    ActiveTrace, CouplingLayers, Direction, run_layers, transform_active, transform_active_backward,
-};
+use super::coupling::{ActiveTrace, transform_active, transform_active_backward};
+use super::layers::{CouplingLayers, Direction, flow_through_layers};
 use super::nn::conv::{ConvCache, ConvShape};
-use super::{Adjoint, Flow};
 use crate::bijection::{Family, Stack};
 use crate::real::Real;
 use crate::rng::Rng;
@@ -163,6 +161,18 @@ impl<T: Real> LatticeFlow<T> {
 impl<T: Real> CouplingLayers<T> for LatticeFlow<T> {
     type Cache = LayerCache<T>;
 
+    fn dim(&self) -> usize {
+        self.spec.volume()
+    }
+
+    fn params(&self) -> &[T] {
+        &self.params
+    }
+
+    fn params_mut(&mut self) -> &mut [T] {
+        &mut self.params
+    }
+
     fn n_layers(&self) -> usize {
         self.spec.layers
     }
@@ -285,60 +295,4 @@ impl<T: Real> CouplingLayers<T> for LatticeFlow<T> {
     }
 }
 
-impl<T: Real> Flow<T> for LatticeFlow<T> {
-    fn dim(&self) -> usize {
-        self.spec.volume()
-    }
-
-    fn params(&self) -> &[T] {
-        &self.params
-    }
-
-    fn params_mut(&mut self) -> &mut [T] {
-        &mut self.params
-    }
-
-    fn x_from_z(&self, z: &[T], x: &mut [T], log_det: &mut [T]) {
-        run_layers(self, Direction::XFromZ, z, x, log_det, None);
-    }
-
-    fn z_from_x(&self, x: &[T], z: &mut [T], log_det: &mut [T]) {
-        run_layers(self, Direction::ZFromX, x, z, log_det, None);
-    }
-
-    fn z_from_x_grad(
-        &self,
-        x: &[T],
-        adjoint: &Adjoint<T>,
-        z: &mut [T],
-        log_det: &mut [T],
-        grad: &mut [T],
-    ) {
-        run_layers(
-            self,
-            Direction::ZFromX,
-            x,
-            z,
-            log_det,
-            Some((adjoint, grad)),
-        );
-    }
-
-    fn x_from_z_grad(
-        &self,
-        z: &[T],
-        adjoint: &Adjoint<T>,
-        x: &mut [T],
-        log_det: &mut [T],
-        grad: &mut [T],
-    ) {
-        run_layers(
-            self,
-            Direction::XFromZ,
-            z,
-            x,
-            log_det,
-            Some((adjoint, grad)),
-        );
-    }
-}
+flow_through_layers!(LatticeFlow);

@@ -10,6 +10,7 @@ pub mod coupling;
 pub mod elementwise;
 pub mod grid;
 pub mod lattice;
+mod layers;
 pub mod model;
 pub mod nn;
 pub mod radial;

@@ -8,6 +8,7 @@ pub mod context;
 pub mod coupling;
 pub mod lattice;
 pub mod optimizer;
+pub mod plan;
 pub mod radial;
 pub mod scalar;
 pub mod shader;

@@ -1,0 +1,292 @@
+//! Training coupling flows on the GPU. A coupling layer is a dense ResNet
+//! conditioner (matrix products, `matmul.wgsl`) feeding scalar stacks on the
+//! active coordinates (`coupling_stacks.wgsl`), so a step is a fixed list of small
+//! dispatches, recorded once and replayed: per layer its conditioner and
+//! stacks forward; the loss; per layer backwards the conditioner again (only
+//! the layer snapshots are kept, so memory does not grow with depth x batch),
+//! the stacks' reverse mode and the conditioner's backward products (weight
+//! gradients are products that sum over the batch: no atomics); then the batch
+//! sum and Adam. Every operation's settings sit in one uniform buffer, written
+//! once.
+
+mod ops;
+
+use crate::flow::{CouplingFlow, Flow, FlowModel};
+use crate::gpu::optimizer::{FlowKernels, GpuOptimizer};
+use crate::gpu::plan::{self, Pipelines, Plan, Purpose};
+use crate::gpu::specialize::{energy_id, energy_value, stack_values};
+use crate::gpu::{GpuContext, shader};
+use crate::target::Target;
+use crate::train::TrainSettings;
+use ops::{Kernel, Layout, build_plan, max_out, work_bytes};
+
+/// The largest display chunk, in points.
+const MAX_CHUNK: usize = 65_536;
+/// Display chunks keep their work buffer under this many bytes.
+const DISPLAY_BYTES: u64 = 64 << 20;
+
+/// A coupling flow's training state on the GPU.
+pub struct GpuCouplingTrainer {
+    opt: GpuOptimizer,
+    ctx: GpuContext,
+    flow: CouplingFlow<f64>,
+    pipelines: Pipelines<Kernel>,
+    train: Plan<Kernel>,
+    log_q_plan: Option<Plan<Kernel>>,
+    push_plan: Option<Plan<Kernel>>,
+}
+
+impl GpuCouplingTrainer {
+    pub fn new(
+        ctx: GpuContext,
+        model: FlowModel<f64>,
+        target: Target,
+        settings: TrainSettings,
+    ) -> Result<Self, String> {
+        let FlowModel::Coupling(flow) = model else {
+            return Err("the GPU coupling trainer takes a coupling flow".into());
+        };
+        let spec = flow.spec.clone();
+        let energy = energy_id(settings.loss, &target)?;
+        if energy != 0 && spec.dim != 2 {
+            return Err("the GPU energies are 2D".into());
+        }
+        if spec.dim != target.dim() {
+            return Err(format!(
+                "the flow is {}D but target '{}' is {}D",
+                spec.dim,
+                target.name(),
+                target.dim()
+            ));
+        }
+        let max = plan::max_binding_bytes(&ctx);
+        let need = work_bytes(&spec, settings.batch);
+        if need > max || settings.batch > MAX_CHUNK * 16 {
+            return Err(format!(
+                "batch {} needs {} MB of activations on the GPU, more than this device allows ({} MB); use a smaller batch",
+                settings.batch,
+                need >> 20,
+                max >> 20
+            ));
+        }
+        let mut values = stack_values(&spec.stack)?;
+        values.extend([
+            energy_value(energy),
+            ("D", spec.dim.to_string()),
+            ("NOUT", max_out(&spec).to_string()),
+        ]);
+        let compose = |root, values: &[shader::Value]| {
+            shader::compose(root, values).map_err(|e| e.to_string())
+        };
+        let source = compose("coupling_stacks.wgsl", &values)?;
+        let matmul_source = compose("matmul.wgsl", &[])?;
+        let sum_source = compose("batch_sum.wgsl", &[])?;
+        let pipelines = Pipelines::new(
+            &ctx,
+            &[
+                (
+                    Kernel::Matmul,
+                    "coupling matmul",
+                    &matmul_source,
+                    "matmul_main",
+                ),
+                (Kernel::Couple, "coupling stacks", &source, "couple_main"),
+                (
+                    Kernel::CoupleBack,
+                    "coupling stacks backward",
+                    &source,
+                    "couple_back_main",
+                ),
+                (Kernel::Loss, "coupling loss", &source, "loss_main"),
+                (Kernel::Sum, "coupling sum", &sum_source, "sum_main"),
+            ],
+        );
+        let batch = settings.batch;
+        let loss = settings.loss;
+        let opt = GpuOptimizer::new(&ctx, flow.params(), spec.dim, target, settings)?;
+        let train = build_plan(
+            &ctx,
+            &pipelines,
+            &spec,
+            batch,
+            Purpose::Train(loss),
+            [&opt.params, &opt.total],
+        );
+        Ok(Self {
+            opt,
+            ctx,
+            flow,
+            pipelines,
+            train,
+            log_q_plan: None,
+            push_plan: None,
+        })
+    }
+
+    /// Dispatches per training step: the recorded operations plus Adam.
+    pub fn dispatches_per_step(&self) -> usize {
+        self.train.dispatches() + 1
+    }
+
+    /// `log q(x)` at every point (n x d) with the current parameters, in chunks.
+    pub async fn log_q_async(&mut self, points: &[f32]) -> Result<Vec<f32>, String> {
+        self.display(Purpose::LogQ, points, 1).await
+    }
+
+    /// Latent points (n x d) pushed through `x_from_z`: per point the data-space
+    /// point and `log |det dx/dz|` (n x (d + 1)), in chunks.
+    pub async fn x_from_z_async(&mut self, latent: &[f32]) -> Result<Vec<f32>, String> {
+        let d = self.flow.spec.dim;
+        self.display(Purpose::Push, latent, d + 1).await
+    }
+
+    /// Records `log q(x)` of `n` points (`points`: n x d float32) into `log_q`
+    /// (n float32). Both buffers stay on the GPU (`points` needs `COPY_SRC`,
+    /// `log_q` `COPY_DST`), so the app can draw from them without a read-back.
+    pub fn encode_log_q(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        points: &wgpu::Buffer,
+        log_q: &wgpu::Buffer,
+        n: usize,
+    ) -> Result<(), String> {
+        self.encode_display(Purpose::LogQ, encoder, points, log_q, n)
+    }
+
+    /// Records `n` latent points (`latent`: n x d float32) pushed through
+    /// `x_from_z` into `pushed`: per point the data-space point and
+    /// `log |det dx/dz|` (n x (d + 1) float32). Both buffers stay on the GPU
+    /// (`latent` needs `COPY_SRC`, `pushed` `COPY_DST`).
+    pub fn encode_x_from_z(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        latent: &wgpu::Buffer,
+        pushed: &wgpu::Buffer,
+        n: usize,
+    ) -> Result<(), String> {
+        self.encode_display(Purpose::Push, encoder, latent, pushed, n)
+    }
+
+    /// Records a display plan over `n` input points in chunks: each chunk is
+    /// copied into the plan's work buffer, run, and its outputs copied out.
+    fn encode_display(
+        &mut self,
+        purpose: Purpose,
+        encoder: &mut wgpu::CommandEncoder,
+        input: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+        n: usize,
+    ) -> Result<(), String> {
+        let spec = self.flow.spec.clone();
+        let d = spec.dim;
+        let width = if purpose == Purpose::LogQ { 1 } else { d + 1 };
+        if input.size() < (n * d * 4) as u64 || output.size() < (n * width * 4) as u64 {
+            return Err(format!("the display buffers are too small for {n} points"));
+        }
+        // the largest power-of-two chunk whose work buffer fits, no larger than needed
+        let mut chunk = MAX_CHUNK.min(n.max(64).next_power_of_two());
+        while chunk > 64 && work_bytes(&spec, chunk) > DISPLAY_BYTES {
+            chunk /= 2;
+        }
+        let slot = match purpose {
+            Purpose::LogQ => &mut self.log_q_plan,
+            _ => &mut self.push_plan,
+        };
+        if slot
+            .as_ref()
+            .is_none_or(|p| p.n != chunk || p.purpose != purpose)
+        {
+            *slot = Some(build_plan(
+                &self.ctx,
+                &self.pipelines,
+                &spec,
+                chunk,
+                purpose,
+                [&self.opt.params, &self.opt.total],
+            ));
+        }
+        let Some(plan) = slot.as_ref() else {
+            unreachable!("built above")
+        };
+        let mut start = 0;
+        while start < n {
+            let m = chunk.min(n - start);
+            // the rest of a short last chunk keeps earlier points: computed, unused
+            encoder.copy_buffer_to_buffer(
+                input,
+                (start * d * 4) as u64,
+                &plan.work,
+                0,
+                (m * d * 4) as u64,
+            );
+            plan.encode(&self.pipelines, encoder);
+            encoder.copy_buffer_to_buffer(
+                &plan.work,
+                Layout::new(&spec, max_out(&spec), chunk).out as u64 * 4,
+                output,
+                (start * width * 4) as u64,
+                (m * width * 4) as u64,
+            );
+            start += m;
+        }
+        Ok(())
+    }
+
+    /// Runs a display plan over `points` and reads the outputs back.
+    async fn display(
+        &mut self,
+        purpose: Purpose,
+        points: &[f32],
+        width: usize,
+    ) -> Result<Vec<f32>, String> {
+        let d = self.flow.spec.dim;
+        let n = points.len() / d;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let input = self
+            .ctx
+            .storage("display input", bytemuck::cast_slice(points), true);
+        let output = self
+            .ctx
+            .storage("display output", &vec![0u8; n * width * 4], true);
+        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+        self.encode_display(purpose, &mut encoder, &input, &output, n)?;
+        self.ctx.queue.submit([encoder.finish()]);
+        let bytes = self.ctx.read_back_async(&output, 0, output.size()).await?;
+        Ok(bytemuck::cast_slice::<u8, f32>(&bytes).to_vec())
+    }
+}
+
+impl FlowKernels for GpuCouplingTrainer {
+    fn optimizer(&self) -> &GpuOptimizer {
+        &self.opt
+    }
+
+    fn optimizer_mut(&mut self) -> &mut GpuOptimizer {
+        &mut self.opt
+    }
+
+    fn encode_gradient(&self, batch: &[f32], encoder: &mut wgpu::CommandEncoder) {
+        self.train.upload(&self.ctx, batch);
+        self.train.encode(&self.pipelines, encoder);
+    }
+
+    fn model_with(&self, params: Option<Vec<f64>>) -> FlowModel<f64> {
+        let flow = params
+            .and_then(|p| CouplingFlow::from_params(self.flow.spec.clone(), p).ok())
+            .unwrap_or_else(|| self.flow.clone());
+        FlowModel::Coupling(flow)
+    }
+
+    fn accept_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+        let FlowModel::Coupling(f) = model else {
+            return Err("the GPU trainer holds a coupling flow".into());
+        };
+        if f.spec != self.flow.spec {
+            return Err("the new model has a different structure".into());
+        }
+        self.flow = f.clone();
+        Ok(())
+    }
+}

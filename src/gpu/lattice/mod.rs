@@ -1,0 +1,249 @@
+//! Training lattice coupling flows on the phi^4 field on the GPU, by reverse
+//! KL. A layer is a convolutional conditioner (`conv3x3.wgsl`: periodic 3 x 3
+//! convolutions computed directly, with a workgroup reduction per weight for
+//! the gradient) feeding the scalar stacks of the active sites
+//! (`lattice_sites.wgsl`). As for the coupling flows ([`super::coupling`]), a step
+//! is a fixed list of dispatches recorded once and replayed: per layer the
+//! masked input, the conditioner and the stacks; the action and the loss; per
+//! layer backwards the conditioner again (only the field snapshots are kept),
+//! the stacks' reverse mode, the conditioner's backward passes and the passive
+//! sites' adjoints; then the batch sum and Adam.
+
+mod ops;
+
+use crate::flow::{Flow, FlowModel, LatticeFlow, LatticeSpec};
+use crate::gpu::optimizer::{FlowKernels, GpuOptimizer};
+use crate::gpu::plan::{self, Pipelines, Plan, Purpose};
+use crate::gpu::specialize::stack_values;
+use crate::gpu::{GpuContext, shader};
+use crate::target::Target;
+use crate::target::phi4::Phi4;
+use crate::train::{Loss, TrainSettings};
+use ops::{Kernel, Layout, build_plan, work_bytes};
+
+/// The shader of the per-site kernels, specialized for `spec` and `model`.
+fn site_source(spec: &LatticeSpec, model: &Phi4) -> Result<String, String> {
+    let n_raw = spec.stack.n_raw();
+    let odd = match (spec.z2, spec.stack.odd_raw()) {
+        (true, Some(mask)) => mask,
+        (true, None) => return Err("this stack has no odd form for the Z2 design".into()),
+        (false, _) => vec![false; n_raw],
+    };
+    let odd = odd
+        .iter()
+        .map(|&b| if b { "1u" } else { "0u" })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let c = model.couplings;
+    let mut values = stack_values(&spec.stack)?;
+    values.extend([
+        ("COPIES", if spec.z2 { "2" } else { "1" }.to_string()),
+        ("M2", format!("{:?}", c.m2 as f32)),
+        ("LAMBDA", format!("{:?}", c.lambda as f32)),
+        ("ODD", odd),
+    ]);
+    shader::compose("lattice_sites.wgsl", &values).map_err(|e| e.to_string())
+}
+
+/// A lattice coupling flow's training state on the GPU (reverse KL on phi^4).
+pub struct GpuLatticeTrainer {
+    opt: GpuOptimizer,
+    ctx: GpuContext,
+    flow: LatticeFlow<f64>,
+    pipelines: Pipelines<Kernel>,
+    train: Plan<Kernel>,
+    display_plan: Option<Plan<Kernel>>,
+}
+
+impl GpuLatticeTrainer {
+    pub fn new(
+        ctx: GpuContext,
+        model: FlowModel<f64>,
+        target: Target,
+        settings: TrainSettings,
+    ) -> Result<Self, String> {
+        let FlowModel::Lattice(flow) = model else {
+            return Err("the GPU lattice trainer takes a lattice flow".into());
+        };
+        let spec = flow.spec.clone();
+        let Target::Phi4(theory) = target else {
+            return Err(format!(
+                "the GPU trains lattice flows on phi^4 targets, not '{}'",
+                target.name()
+            ));
+        };
+        if settings.loss != Loss::ReverseKl {
+            return Err("lattice flows train by reverse KL (phi^4 has no sampler)".into());
+        }
+        if theory.size != spec.size {
+            return Err(format!(
+                "the flow is on a {0} x {0} lattice but the target on {1} x {1}",
+                spec.size, theory.size
+            ));
+        }
+        let max = plan::max_binding_bytes(&ctx);
+        let need = work_bytes(&spec, settings.batch);
+        if need > max {
+            return Err(format!(
+                "batch {} needs {} MB of activations on the GPU, more than this device allows ({} MB); use a smaller batch",
+                settings.batch,
+                need >> 20,
+                max >> 20
+            ));
+        }
+        let site = site_source(&spec, &theory)?;
+        let conv = shader::compose("conv3x3.wgsl", &[]).map_err(|e| e.to_string())?;
+        let sum = shader::compose("batch_sum.wgsl", &[]).map_err(|e| e.to_string())?;
+        let pipelines = Pipelines::new(
+            &ctx,
+            &[
+                (Kernel::Mask, "lattice mask", &site, "mask_main"),
+                (Kernel::Gelu, "lattice gelu", &conv, "gelu_main"),
+                (
+                    Kernel::ConvForward,
+                    "lattice conv",
+                    &conv,
+                    "conv_forward_main",
+                ),
+                (
+                    Kernel::ConvInputGrad,
+                    "lattice conv input grad",
+                    &conv,
+                    "conv_input_grad_main",
+                ),
+                (
+                    Kernel::ConvWeightGrad,
+                    "lattice conv weight grad",
+                    &conv,
+                    "conv_weight_grad_main",
+                ),
+                (Kernel::Couple, "lattice stacks", &site, "couple_main"),
+                (
+                    Kernel::CoupleBack,
+                    "lattice stacks backward",
+                    &site,
+                    "couple_back_main",
+                ),
+                (
+                    Kernel::PassiveBar,
+                    "lattice passive adjoints",
+                    &site,
+                    "passive_bar_main",
+                ),
+                (Kernel::Loss, "lattice loss", &site, "loss_main"),
+                (Kernel::Sum, "lattice sum", &sum, "sum_main"),
+            ],
+        );
+        let batch = settings.batch;
+        let opt = GpuOptimizer::new(&ctx, flow.params(), spec.volume(), target, settings)?;
+        let train = build_plan(
+            &ctx,
+            &pipelines,
+            &spec,
+            batch,
+            Purpose::Train(Loss::ReverseKl),
+            [&opt.params, &opt.total],
+        );
+        Ok(Self {
+            opt,
+            ctx,
+            flow,
+            pipelines,
+            train,
+            display_plan: None,
+        })
+    }
+
+    /// Dispatches per training step: the recorded operations plus Adam.
+    pub fn dispatches_per_step(&self) -> usize {
+        self.train.dispatches() + 1
+    }
+
+    /// `log q(phi)` of every field (n x V) with the current parameters.
+    pub async fn log_q_async(&mut self, fields: &[f32]) -> Result<Vec<f32>, String> {
+        self.display(Purpose::LogQ, fields).await
+    }
+
+    /// Latent fields (n x V) pushed through `x_from_z`: per field the
+    /// configuration and `log |det dx/dz|` (n x (V + 1)).
+    pub async fn x_from_z_async(&mut self, latent: &[f32]) -> Result<Vec<f32>, String> {
+        self.display(Purpose::Push, latent).await
+    }
+
+    /// Runs a display plan for exactly these fields (rebuilt when the count
+    /// or purpose changes) and reads its outputs back.
+    async fn display(&mut self, purpose: Purpose, fields: &[f32]) -> Result<Vec<f32>, String> {
+        let v = self.flow.spec.volume();
+        let n = fields.len() / v;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        if work_bytes(&self.flow.spec, n) > plan::max_binding_bytes(&self.ctx) {
+            return Err(format!("{n} fields do not fit the GPU at once"));
+        }
+        if self
+            .display_plan
+            .as_ref()
+            .is_none_or(|p| p.n != n || p.purpose != purpose)
+        {
+            self.display_plan = Some(build_plan(
+                &self.ctx,
+                &self.pipelines,
+                &self.flow.spec,
+                n,
+                purpose,
+                [&self.opt.params, &self.opt.total],
+            ));
+        }
+        let Some(plan) = self.display_plan.as_ref() else {
+            unreachable!("built above")
+        };
+        plan.upload(&self.ctx, &fields[..n * v]);
+        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+        plan.encode(&self.pipelines, &mut encoder);
+        self.ctx.queue.submit([encoder.finish()]);
+        let width = if purpose == Purpose::LogQ { 1 } else { v + 1 };
+        let bytes = self
+            .ctx
+            .read_back_async(
+                &plan.work,
+                Layout::new(&self.flow.spec, n).display as u64 * 4,
+                (n * width * 4) as u64,
+            )
+            .await?;
+        Ok(bytemuck::cast_slice::<u8, f32>(&bytes).to_vec())
+    }
+}
+
+impl FlowKernels for GpuLatticeTrainer {
+    fn optimizer(&self) -> &GpuOptimizer {
+        &self.opt
+    }
+
+    fn optimizer_mut(&mut self) -> &mut GpuOptimizer {
+        &mut self.opt
+    }
+
+    fn encode_gradient(&self, batch: &[f32], encoder: &mut wgpu::CommandEncoder) {
+        self.train.upload(&self.ctx, batch);
+        self.train.encode(&self.pipelines, encoder);
+    }
+
+    fn model_with(&self, params: Option<Vec<f64>>) -> FlowModel<f64> {
+        let flow = params
+            .and_then(|p| LatticeFlow::from_params(self.flow.spec.clone(), p).ok())
+            .unwrap_or_else(|| self.flow.clone());
+        FlowModel::Lattice(flow)
+    }
+
+    fn accept_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+        let FlowModel::Lattice(f) = model else {
+            return Err("the GPU trainer holds a lattice flow".into());
+        };
+        if f.spec != self.flow.spec {
+            return Err("the new model has a different structure".into());
+        }
+        self.flow = f.clone();
+        Ok(())
+    }
+}
