@@ -269,7 +269,7 @@ fn a_dropped_image_becomes_the_target_and_a_bad_file_says_why() {
     let on_ring = session
         .target_samples
         .iter()
-        .filter(|p| ((p[0] * p[0] + p[1] * p[1]).sqrt() - 20.0 * 7.0 / 64.0).abs() < 0.5)
+        .filter(|p| (p.length() - 20.0 * 7.0 / 64.0).abs() < 0.5)
         .count();
     assert!(on_ring * 10 > session.target_samples.len() * 9, "{on_ring}");
     h.get_by_label("Play").click();
@@ -368,7 +368,7 @@ fn the_explorer_plots_a_map_and_edits_a_paused_radial_flow_by_hand() {
         _ => unreachable!("a radial run"),
     }
     assert!(session.picture_version > before, "the views did not follow");
-    assert_eq!(session.picture.center.unwrap()[0], 1.5);
+    assert_eq!(session.picture.center.unwrap().x, 1.5);
     // and training resumes from there
     h.get_by_label("Play").click();
     h.run_steps(10);

@@ -243,7 +243,7 @@ fn gpu_refuses_what_it_cannot_train() {
         Target::Moons,
         settings(50_000_000, Loss::ForwardKl),
     );
-    assert!(too_big.is_err_and(|e| e.contains("smaller batch")));
+    assert!(too_big.is_err_and(|e| e.to_string().contains("smaller batch")));
     let no_energy = GpuTrainer::new(
         context(),
         FlowModel::Coupling(flow),

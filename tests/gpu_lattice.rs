@@ -207,7 +207,7 @@ fn gpu_lattice_divergence_and_refusals() {
     ];
     for (t, s, why) in refusals {
         match GpuTrainer::new(context(), FlowModel::Lattice(flow.clone()), t, s) {
-            Err(e) => assert!(e.contains(why), "{e}"),
+            Err(e) => assert!(e.to_string().contains(why), "{e}"),
             Ok(_) => panic!("expected a refusal naming '{why}'"),
         }
     }

@@ -91,11 +91,11 @@ fn unsupported_shapes_and_wrong_parameter_counts_are_refused_clearly() {
     let err = kernel
         .run(&ctx, spline, &[0.0; 59], &[1.0], true)
         .unwrap_err();
-    assert!(err.contains("16 bins"), "{err}");
+    assert!(err.to_string().contains("16 bins"), "{err}");
     let err = kernel
         .run(&ctx, Family::Cubic, &[0.0; 3], &[1.0], true)
         .unwrap_err();
-    assert!(err.contains("takes 4 raw parameters"), "{err}");
+    assert!(err.to_string().contains("takes 4 raw parameters"), "{err}");
 }
 
 /// A GPU error (here: WGSL that does not compile) surfaces as an error value
@@ -111,6 +111,9 @@ fn gpu_errors_are_reported_not_panics() {
     let out = ctx.storage("out", &[0u8; 16], true);
     let _ = pipeline; // the pipeline is invalid; using it only adds errors
     let err = ctx.read_back(&out).unwrap_err();
-    assert!(err.contains("the GPU reported an error"), "{err}");
+    assert!(
+        err.to_string().contains("the GPU reported an error"),
+        "{err}"
+    );
     assert!(ctx.error().is_some());
 }

@@ -5,6 +5,7 @@ use flowplay::flow::{FlowConfig, FlowKind};
 use flowplay::rng::Rng;
 use flowplay::run::report::report;
 use flowplay::target::Target;
+use flowplay::train::SetupError;
 use flowplay::train::config::{Precision, RunConfig, train};
 use flowplay::train::{CpuTrainer, Loss, TrainError, TrainSettings, Trainer};
 
@@ -134,38 +135,33 @@ fn trainer_refuses_mismatched_settings() {
         loss,
         threads: 1,
     };
-    let err = |r: Result<CpuTrainer<f32>, String>| r.err().unwrap_or_default();
-    assert!(
-        err(CpuTrainer::new(
-            model.clone(),
-            Target::Poly1d,
-            settings(Loss::ReverseKl, 1e-3)
-        ))
-        .contains("2D but target 'poly1d' is 1D")
+    let err =
+        |target, loss, lr| CpuTrainer::<f32>::new(model.clone(), target, settings(loss, lr)).err();
+    assert_eq!(
+        err(Target::Poly1d, Loss::ReverseKl, 1e-3),
+        Some(SetupError::Dimension {
+            flow: 2,
+            target: "poly1d",
+            target_dim: 1
+        })
     );
-    assert!(
-        err(CpuTrainer::new(
-            model.clone(),
-            Target::TwoMoonsEnergy,
-            settings(Loss::ForwardKl, 1e-3)
-        ))
-        .contains("no sampler")
+    assert_eq!(
+        err(Target::TwoMoonsEnergy, Loss::ForwardKl, 1e-3),
+        Some(SetupError::NoSampler("twomoons-energy"))
     );
-    assert!(
-        err(CpuTrainer::new(
-            model.clone(),
-            Target::Moons,
-            settings(Loss::ReverseKl, 1e-3)
-        ))
-        .contains("no differentiable density")
+    assert_eq!(
+        err(Target::Moons, Loss::ReverseKl, 1e-3),
+        Some(SetupError::NoDensityGradient("moons"))
     );
-    assert!(
-        err(CpuTrainer::new(
-            model,
-            Target::Moons,
-            settings(Loss::ForwardKl, -1.0)
-        ))
-        .contains("learning rate")
+    assert!(matches!(
+        err(Target::Moons, Loss::ForwardKl, -1.0),
+        Some(SetupError::LearningRate { .. })
+    ));
+    // the message a person reads
+    let message = err(Target::TwoMoonsEnergy, Loss::ForwardKl, 1e-3).map(|e| e.to_string());
+    assert_eq!(
+        message.as_deref(),
+        Some("target 'twomoons-energy' has no sampler: train it by reverse KL")
     );
     // Finite in f64 but infinite in f32: refused up front, not found as NaN later.
     let mut rng = Rng::seeded(0);
@@ -179,8 +175,12 @@ fn trainer_refuses_mismatched_settings() {
         loss: Loss::ForwardKl,
         threads: 1,
     };
-    let e = CpuTrainer::<f32>::new(model, Target::Moons, too_big)
-        .err()
-        .unwrap_or_default();
-    assert!(e.contains("finite in f32"), "{e}");
+    let e = CpuTrainer::<f32>::new(model, Target::Moons, too_big).err();
+    assert_eq!(
+        e,
+        Some(SetupError::LearningRate {
+            precision: "f32",
+            value: 1e39
+        })
+    );
 }

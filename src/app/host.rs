@@ -8,7 +8,7 @@
 
 use super::web::spawn;
 use crate::flow::FlowModel;
-use crate::gpu::{GpuContext, GpuTrainer};
+use crate::gpu::{GpuContext, GpuError, GpuTrainer};
 use crate::target::Target;
 use crate::train::{CpuTrainer, TrainError, TrainSettings, Trainer};
 use std::cell::RefCell;
@@ -33,7 +33,7 @@ pub enum CpuReason {
     /// The Z2 radial flow keeps its centre fixed, which only the CPU trainer does.
     FixedCentre,
     /// The GPU kernels cannot train this flow or target (the reason).
-    Unsupported(String),
+    Unsupported(GpuError),
     /// The GPU device was lost while the run trained there.
     Lost(String),
 }
@@ -266,9 +266,9 @@ impl<J: GpuJob> TrainerHost<J> {
     /// Replaces the parameters (same structure; the optimizer's state is kept).
     pub fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
         match &mut self.backend {
-            Backend::Cpu(t) => t.set_model(model),
+            Backend::Cpu(t) => Ok(t.set_model(model)?),
             Backend::Gpu(inbox) => match inbox.borrow_mut().trainer.as_mut() {
-                Some(t) => t.set_model(model),
+                Some(t) => Ok(t.set_model(model)?),
                 None => Err("the GPU is busy; try again".into()),
             },
         }

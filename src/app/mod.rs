@@ -3,12 +3,12 @@
 //! its own folder with its settings, runs, controls and views.
 //!
 //! Shared by both pages: [`host`] (a run's trainer on the CPU or in a GPU
-//! task: the one place that handshake is written), [`gpu_status`] (the GPU,
+//! task: the one place that handshake is written), [`devices`] (the GPU,
 //! once found), [`query`] (settings from links), [`widgets`] (colour maps and
 //! plots), [`files`] (uploads and downloads) and [`web`] (the browser glue).
 
+pub mod devices;
 pub mod files;
-pub mod gpu_status;
 pub mod host;
 pub mod lab;
 pub mod playground;
@@ -16,8 +16,8 @@ pub mod query;
 pub mod web;
 pub mod widgets;
 
+use devices::Devices;
 use eframe::egui;
-use gpu_status::SharedGpu;
 use lab::Phi4Lab;
 use lab::settings::LabSettings;
 use playground::Playground;
@@ -39,7 +39,7 @@ pub enum Page {
 /// The app: the page shown, the pages themselves, and the shared GPU.
 pub struct PlaygroundApp {
     page: Page,
-    gpu: SharedGpu,
+    devices: Devices,
     playground: Playground,
     /// the lab, made when first opened (its HMC reference takes a moment)
     lab: Option<Phi4Lab>,
@@ -57,11 +57,11 @@ impl PlaygroundApp {
     /// looking for a GPU to train on.
     pub fn new(_cc: &eframe::CreationContext<'_>) -> Self {
         let query = web::page_query();
-        let gpu = SharedGpu::default();
-        gpu.find();
+        let devices = Devices::default();
+        devices.find();
         if query.contains("lab=phi4") {
             let (settings, ignored) = LabSettings::from_query(&query);
-            let mut app = Self::with_gpu(Settings::default(), gpu);
+            let mut app = Self::with_devices(Settings::default(), devices);
             app.open_lab(Some(settings));
             if let Some(lab) = &mut app.lab {
                 lab.message = query::ignored_note(&ignored);
@@ -69,7 +69,7 @@ impl PlaygroundApp {
             return app;
         }
         let (settings, ignored) = Settings::from_query(&query);
-        let mut app = Self::with_gpu(settings, gpu);
+        let mut app = Self::with_devices(settings, devices);
         if let Some(note) = query::ignored_note(&ignored) {
             app.playground.warn(note);
         }
@@ -79,20 +79,28 @@ impl PlaygroundApp {
     /// The playground for `settings`, paused at step 0, on the CPU until
     /// [`Self::find_gpu`] finds a GPU (the tests' way in).
     pub fn with_settings(settings: Settings) -> Self {
-        Self::with_gpu(settings, SharedGpu::default())
+        Self::with_devices(settings, Devices::default())
     }
 
-    fn with_gpu(settings: Settings, gpu: SharedGpu) -> Self {
+    fn with_devices(settings: Settings, devices: Devices) -> Self {
         Self {
             page: Page::Playground,
-            playground: Playground::new(settings, gpu.clone()),
-            gpu,
+            playground: Playground::new(settings, devices.clone()),
+            devices,
             lab: None,
             title: String::new(),
             fps: 0.0,
             last_frame: None,
             train_budget: TRAIN_BUDGET,
         }
+    }
+
+    /// The app whose CPU runs train with `threads` threads (the tests fix it,
+    /// so what the page shows does not depend on the machine's cores).
+    pub fn with_cpu_threads(mut self, threads: usize) -> Self {
+        self.devices.cpu_threads = threads.max(1);
+        self.playground.set_devices(self.devices.clone());
+        self
     }
 
     /// The app with the playground's training allowed `budget` a frame, so
@@ -106,7 +114,7 @@ impl PlaygroundApp {
     /// Looks for a GPU (natively at once; in a browser the answer arrives
     /// later and a run that has not started moves there).
     pub fn find_gpu(&mut self) {
-        self.gpu.find();
+        self.devices.find();
     }
 
     /// The 2D playground.
@@ -128,8 +136,8 @@ impl PlaygroundApp {
     pub fn open_lab(&mut self, settings: Option<LabSettings>) {
         self.playground.pause();
         match (settings, &self.lab) {
-            (Some(s), _) => self.lab = Some(Phi4Lab::new(s, self.gpu.clone())),
-            (None, None) => self.lab = Some(Phi4Lab::new(Default::default(), self.gpu.clone())),
+            (Some(s), _) => self.lab = Some(Phi4Lab::new(s, self.devices.clone())),
+            (None, None) => self.lab = Some(Phi4Lab::new(Default::default(), self.devices.clone())),
             (None, Some(_)) => {}
         }
         self.page = Page::Phi4Lab;
@@ -191,7 +199,7 @@ impl PlaygroundApp {
 impl eframe::App for PlaygroundApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         self.count_frame();
-        if self.gpu.starting() {
+        if self.devices.starting() {
             // the browser answers the GPU request between frames
             ui.ctx().request_repaint_after(Duration::from_millis(100));
         }

@@ -13,6 +13,7 @@
 pub mod affine;
 pub mod cubic;
 pub mod cubic_rational;
+pub mod error;
 pub mod sinh;
 pub mod spline;
 pub mod stack;
@@ -21,6 +22,7 @@ use crate::real::{Real, softplus_inv};
 pub use affine::Affine;
 pub use cubic::Cubic;
 pub use cubic_rational::CubicRational;
+pub use error::BijectionError;
 pub use sinh::Sinh;
 pub use spline::{Spline, SplineShape};
 pub use stack::Stack;
@@ -101,16 +103,12 @@ impl Family {
     }
 
     /// Parses a family name (spline with its default shape).
-    pub fn parse(name: &str) -> Result<Family, String> {
+    pub fn parse(name: &str) -> Result<Family, BijectionError> {
         Family::ALL
             .iter()
             .copied()
             .find(|f| f.name() == name)
-            .ok_or_else(|| {
-                format!(
-                    "unknown family '{name}' (expected one of: cubic_rational, sinh, cubic, affine, spline)"
-                )
-            })
+            .ok_or_else(|| BijectionError::UnknownFamily(name.to_string()))
     }
 
     /// Number of raw parameters.
@@ -171,24 +169,23 @@ impl Family {
     }
 
     /// Raw values from named constrained values, checking every constraint.
-    pub fn raw_from_constrained(&self, values: &[f64]) -> Result<Vec<f64>, String> {
+    pub fn raw_from_constrained(&self, values: &[f64]) -> Result<Vec<f64>, BijectionError> {
         let specs = self.params();
         if values.len() != specs.len() {
-            return Err(format!(
-                "family '{}' takes {} parameters, got {}",
-                self.name(),
-                specs.len(),
-                values.len()
-            ));
+            return Err(BijectionError::ParamCount {
+                family: self.name(),
+                expected: specs.len(),
+                got: values.len(),
+            });
         }
         for (spec, &v) in specs.iter().zip(values) {
             if !spec.admits(v) {
-                return Err(format!(
-                    "parameter '{}' = {v} of family '{}' is outside its constraint ({})",
-                    spec.name,
-                    self.name(),
-                    spec.constraint
-                ));
+                return Err(BijectionError::OutsideConstraint {
+                    param: spec.name,
+                    value: v,
+                    family: self.name(),
+                    constraint: spec.constraint,
+                });
             }
         }
         Ok(match self {
@@ -197,7 +194,7 @@ impl Family {
             Family::Cubic => Cubic::<f64>::raw_from_constrained(values),
             Family::Affine => Affine::<f64>::raw_from_constrained(values),
             Family::Spline(_) => {
-                return Err("the spline is given by raw parameters only".into());
+                return Err(BijectionError::SplineByRawOnly);
             }
         })
     }

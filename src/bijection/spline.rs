@@ -36,13 +36,14 @@ impl Default for SplineShape {
 
 impl SplineShape {
     /// Checks the shape is one the fixed-size knot arrays and float32 can hold.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), super::BijectionError> {
         if (2..=MAX_BINS).contains(&self.bins) && self.bound > 0.0 && self.bound <= MAX_BOUND {
             Ok(())
         } else {
-            Err(format!(
-                "a spline needs 2 to {MAX_BINS} bins and a bound in (0, {MAX_BOUND}]"
-            ))
+            Err(super::BijectionError::SplineShape {
+                max_bins: MAX_BINS,
+                max_bound: MAX_BOUND,
+            })
         }
     }
 

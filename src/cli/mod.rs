@@ -83,7 +83,7 @@ pub fn parse_target(name: &str) -> Result<Target, String> {
             ImageDensity::from_bytes(&bytes, invert).map_err(|e| format!("image '{path}': {e}"))?;
         return Ok(Target::Image(img));
     }
-    Target::parse(name)
+    Ok(Target::parse(name)?)
 }
 
 /// Reads and parses a JSON file.

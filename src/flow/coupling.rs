@@ -8,6 +8,7 @@
 //! parameters in turn ([`MlpShape`]); the conditioner's output is split per
 //! active element first, then that element's stack raw values.
 
+use super::FlowError;
 use super::layers::{CouplingLayers, Direction, flow_through_layers};
 use super::nn::mlp::{MlpCache, MlpShape};
 use crate::bijection::{Family, Stack};
@@ -47,28 +48,25 @@ impl CouplingSpec {
         (0..self.layers).map(|l| self.mlp(l).n_params()).sum()
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), FlowError> {
         use super::limits::{MAX_DEPTH, MAX_DIM, MAX_LAYERS, MAX_PARAMS, MAX_WIDTH};
+        let flow = "coupling";
         if !(2..=MAX_DIM).contains(&self.dim) {
-            return Err(format!("a coupling flow needs dimension 2 to {MAX_DIM}"));
+            return Err(FlowError::Dimension { flow, min: 2 });
         }
         if !(1..=MAX_LAYERS).contains(&self.layers)
             || !(1..=MAX_WIDTH).contains(&self.width)
             || self.depth > MAX_DEPTH
         {
-            return Err(format!(
-                "a coupling flow needs 1 to {MAX_LAYERS} layers, width 1 to {MAX_WIDTH} and depth 0 to {MAX_DEPTH}"
-            ));
+            return Err(FlowError::CouplingShape);
         }
         if self.stack.is_empty() {
-            return Err("a coupling flow needs a scalar transform".into());
+            return Err(FlowError::EmptyStack { flow });
         }
         // Within the bounds above this cannot overflow (all factors < 2^26).
         let n = self.n_params();
         if n > MAX_PARAMS {
-            return Err(format!(
-                "this coupling flow would have {n} parameters; the limit is {MAX_PARAMS}"
-            ));
+            return Err(FlowError::TooManyParams(n));
         }
         Ok(())
     }
@@ -181,7 +179,7 @@ impl<T: Real> CouplingFlow<T> {
     /// bijx's `extract_init`: output kernel N(0, 1e-3^2), output bias = one draw
     /// of the stack's default raw values tiled over the active elements. Affine
     /// layers (RealNVP) start exactly at the identity.
-    pub fn init(spec: CouplingSpec, rng: &mut Rng) -> Result<Self, String> {
+    pub fn init(spec: CouplingSpec, rng: &mut Rng) -> Result<Self, FlowError> {
         spec.validate()?;
         let affine = spec.stack.layers().iter().all(|f| *f == Family::Affine);
         let mut params = Vec::with_capacity(spec.n_params());
@@ -199,14 +197,14 @@ impl<T: Real> CouplingFlow<T> {
         })
     }
 
-    pub fn from_params(spec: CouplingSpec, params: Vec<T>) -> Result<Self, String> {
+    pub fn from_params(spec: CouplingSpec, params: Vec<T>) -> Result<Self, FlowError> {
         spec.validate()?;
         if params.len() != spec.n_params() {
-            return Err(format!(
-                "coupling flow expects {} parameters, got {}",
-                spec.n_params(),
-                params.len()
-            ));
+            return Err(FlowError::ParamCount {
+                flow: "coupling",
+                expected: spec.n_params(),
+                got: params.len(),
+            });
         }
         Ok(Self { spec, params })
     }

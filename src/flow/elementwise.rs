@@ -1,7 +1,7 @@
 //! The element-wise flow: one scalar stack applied to every coordinate with the
 //! same parameters. In 1D it is simply the stack (bijx's 1D demo).
 
-use super::{Adjoint, Flow};
+use super::{Adjoint, Flow, FlowError};
 use crate::bijection::{Scalar, Stack};
 use crate::real::Real;
 use crate::rng::Rng;
@@ -14,24 +14,25 @@ pub struct ElementwiseFlow<T> {
 }
 
 impl<T: Real> ElementwiseFlow<T> {
-    pub fn init(dim: usize, stack: Stack, rng: &mut Rng) -> Result<Self, String> {
+    pub fn init(dim: usize, stack: Stack, rng: &mut Rng) -> Result<Self, FlowError> {
         let raw = stack.default_raw(&mut || rng.normal());
         Self::from_params(dim, stack, raw.into_iter().map(T::c).collect())
     }
 
-    pub fn from_params(dim: usize, stack: Stack, params: Vec<T>) -> Result<Self, String> {
-        if !(1..=super::limits::MAX_DIM).contains(&dim) || stack.is_empty() {
-            return Err(format!(
-                "an element-wise flow needs dimension 1 to {} and at least one layer",
-                super::limits::MAX_DIM
-            ));
+    pub fn from_params(dim: usize, stack: Stack, params: Vec<T>) -> Result<Self, FlowError> {
+        let flow = "element-wise";
+        if !(1..=super::limits::MAX_DIM).contains(&dim) {
+            return Err(FlowError::Dimension { flow, min: 1 });
+        }
+        if stack.is_empty() {
+            return Err(FlowError::EmptyStack { flow });
         }
         if params.len() != stack.n_raw() {
-            return Err(format!(
-                "stack expects {} raw parameters, got {}",
-                stack.n_raw(),
-                params.len()
-            ));
+            return Err(FlowError::ParamCount {
+                flow,
+                expected: stack.n_raw(),
+                got: params.len(),
+            });
         }
         Ok(Self { dim, stack, params })
     }

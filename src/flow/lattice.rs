@@ -17,6 +17,7 @@
 //! Fields are rows of `n x V` arrays, site `s = y * L + x`. Parameter layout:
 //! each layer's [`ConvShape`] parameters in turn.
 
+use super::FlowError;
 use super::coupling::{ActiveTrace, transform_active, transform_active_backward};
 use super::layers::{CouplingLayers, Direction, flow_through_layers};
 use super::nn::conv::{ConvCache, ConvShape};
@@ -72,30 +73,27 @@ impl LatticeSpec {
         self.layers * self.conv().n_params()
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), FlowError> {
         use super::limits::{MAX_DEPTH, MAX_LAYERS};
         if !(2..=MAX_SIZE).contains(&self.size) || !self.size.is_multiple_of(2) {
-            return Err(format!(
-                "a lattice flow needs an even side from 2 to {MAX_SIZE}, got {}",
-                self.size
-            ));
+            return Err(FlowError::LatticeSide {
+                max: MAX_SIZE,
+                got: self.size,
+            });
         }
         if !(1..=MAX_LAYERS).contains(&self.layers)
             || !(1..=MAX_CHANNELS).contains(&self.width)
             || self.depth > MAX_DEPTH
         {
-            return Err(format!(
-                "a lattice flow needs 1 to {MAX_LAYERS} layers, 1 to {MAX_CHANNELS} channels and depth 0 to {MAX_DEPTH}"
-            ));
+            return Err(FlowError::LatticeShape {
+                max_channels: MAX_CHANNELS,
+            });
         }
         if self.stack.is_empty() {
-            return Err("a lattice flow needs a scalar transform".into());
+            return Err(FlowError::EmptyStack { flow: "lattice" });
         }
         if self.z2 && self.stack.odd_raw().is_none() {
-            return Err(
-                "the Z2-equivariant lattice flow needs families with an odd form (not the spline)"
-                    .into(),
-            );
+            return Err(FlowError::NoOddForm);
         }
         Ok(())
     }
@@ -118,7 +116,7 @@ impl<T: Real> LatticeFlow<T> {
     /// As the coupling flows' `extract_init`: output kernel N(0, 1e-3^2) and
     /// output bias one draw of the stack's default raw values, so every layer
     /// starts near the identity (affine exactly at it).
-    pub fn init(spec: LatticeSpec, rng: &mut Rng) -> Result<Self, String> {
+    pub fn init(spec: LatticeSpec, rng: &mut Rng) -> Result<Self, FlowError> {
         spec.validate()?;
         let affine = spec.stack.layers().iter().all(|f| *f == Family::Affine);
         let shape = spec.conv();
@@ -134,14 +132,14 @@ impl<T: Real> LatticeFlow<T> {
         })
     }
 
-    pub fn from_params(spec: LatticeSpec, params: Vec<T>) -> Result<Self, String> {
+    pub fn from_params(spec: LatticeSpec, params: Vec<T>) -> Result<Self, FlowError> {
         spec.validate()?;
         if params.len() != spec.n_params() {
-            return Err(format!(
-                "lattice flow expects {} parameters, got {}",
-                spec.n_params(),
-                params.len()
-            ));
+            return Err(FlowError::ParamCount {
+                flow: "lattice",
+                expected: spec.n_params(),
+                got: params.len(),
+            });
         }
         Ok(Self { spec, params })
     }

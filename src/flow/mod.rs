@@ -8,6 +8,7 @@
 
 pub mod coupling;
 pub mod elementwise;
+pub mod error;
 pub mod grid;
 pub mod lattice;
 mod layers;
@@ -18,6 +19,7 @@ pub mod radial;
 use crate::real::Real;
 pub use coupling::{CouplingFlow, CouplingSpec};
 pub use elementwise::ElementwiseFlow;
+pub use error::FlowError;
 pub use lattice::{LatticeFlow, LatticeSpec};
 pub use model::{FlowConfig, FlowKind, FlowModel};
 pub use radial::{RadialConditioner, RadialFlow, RadialSpec};

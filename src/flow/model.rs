@@ -1,6 +1,7 @@
 //! A trained or trainable model: any of the project's flows behind one type,
 //! and the architecture choices that build one.
 
+use super::FlowError;
 use super::{
     CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, LatticeFlow, LatticeSpec, RadialConditioner,
     RadialFlow, RadialSpec,
@@ -44,14 +45,12 @@ impl FlowKind {
         }
     }
 
-    pub fn parse(name: &str) -> Result<FlowKind, String> {
+    pub fn parse(name: &str) -> Result<FlowKind, FlowError> {
         FlowKind::ALL
             .iter()
             .copied()
             .find(|k| k.name() == name)
-            .ok_or_else(|| {
-                format!("unknown flow '{name}' (expected one of: radial, radial-fourier, coupling, elementwise, lattice)")
-            })
+            .ok_or_else(|| FlowError::UnknownKind(name.to_string()))
     }
 }
 
@@ -102,12 +101,11 @@ impl FlowConfig {
     }
 
     /// Builds and initializes the flow for data of dimension `dim`.
-    pub fn build<T: Real>(&self, dim: usize, rng: &mut Rng) -> Result<FlowModel<T>, String> {
+    pub fn build<T: Real>(&self, dim: usize, rng: &mut Rng) -> Result<FlowModel<T>, FlowError> {
         if !(1..=crate::bijection::stack::MAX_STACK).contains(&self.stack) {
-            return Err(format!(
-                "the stack needs 1 to {} layers",
-                crate::bijection::stack::MAX_STACK
-            ));
+            return Err(FlowError::StackSize {
+                max: crate::bijection::stack::MAX_STACK,
+            });
         }
         let stack = Stack::uniform(self.family, self.stack);
         Ok(match self.kind {
@@ -147,9 +145,7 @@ impl FlowConfig {
             FlowKind::Lattice => {
                 let size = (dim as f64).sqrt().round() as usize;
                 if size * size != dim {
-                    return Err(format!(
-                        "a lattice flow needs a square lattice field, got dimension {dim}"
-                    ));
+                    return Err(FlowError::NotSquare(dim));
                 }
                 let spec = LatticeSpec {
                     size,
@@ -193,28 +189,47 @@ impl<T: Real> FlowModel<T> {
         }
     }
 
+    /// The same structure with the parameters `params` (in any precision).
+    pub fn with_params<U: Real>(&self, params: Vec<U>) -> Result<FlowModel<U>, FlowError> {
+        Ok(match self {
+            FlowModel::Radial(f) => {
+                FlowModel::Radial(RadialFlow::from_params(f.spec.clone(), params)?)
+            }
+            FlowModel::Coupling(f) => {
+                FlowModel::Coupling(CouplingFlow::from_params(f.spec.clone(), params)?)
+            }
+            FlowModel::Elementwise(f) => FlowModel::Elementwise(ElementwiseFlow::from_params(
+                f.dim,
+                f.stack.clone(),
+                params,
+            )?),
+            FlowModel::Lattice(f) => {
+                FlowModel::Lattice(LatticeFlow::from_params(f.spec.clone(), params)?)
+            }
+        })
+    }
+
+    /// Whether `other` is the same kind of flow with the same structure (it
+    /// may differ in its parameters).
+    pub fn same_structure<U: Real>(&self, other: &FlowModel<U>) -> bool {
+        match (self, other) {
+            (FlowModel::Radial(a), FlowModel::Radial(b)) => a.spec == b.spec,
+            (FlowModel::Coupling(a), FlowModel::Coupling(b)) => a.spec == b.spec,
+            (FlowModel::Elementwise(a), FlowModel::Elementwise(b)) => {
+                a.dim == b.dim && a.stack == b.stack
+            }
+            (FlowModel::Lattice(a), FlowModel::Lattice(b)) => a.spec == b.spec,
+            _ => false,
+        }
+    }
+
     /// The same model in another precision.
     pub fn cast<U: Real>(&self) -> FlowModel<U> {
-        let conv = |p: &[T]| -> Vec<U> { p.iter().map(|v| U::from_f64(v.to_f64())).collect() };
-        let unreachable =
-            |e: String| -> ! { unreachable!("same structure, same parameter count: {e}") };
-        match self {
-            FlowModel::Radial(f) => FlowModel::Radial(
-                RadialFlow::from_params(f.spec.clone(), conv(f.params()))
-                    .unwrap_or_else(|e| unreachable(e)),
-            ),
-            FlowModel::Coupling(f) => FlowModel::Coupling(
-                CouplingFlow::from_params(f.spec.clone(), conv(f.params()))
-                    .unwrap_or_else(|e| unreachable(e)),
-            ),
-            FlowModel::Elementwise(f) => FlowModel::Elementwise(
-                ElementwiseFlow::from_params(f.dim, f.stack.clone(), conv(f.params()))
-                    .unwrap_or_else(|e| unreachable(e)),
-            ),
-            FlowModel::Lattice(f) => FlowModel::Lattice(
-                LatticeFlow::from_params(f.spec.clone(), conv(f.params()))
-                    .unwrap_or_else(|e| unreachable(e)),
-            ),
+        let params = self.as_flow().params().iter();
+        let converted: Vec<U> = params.map(|v| U::from_f64(v.to_f64())).collect();
+        match self.with_params(converted) {
+            Ok(model) => model,
+            Err(e) => unreachable!("same structure, same parameter count: {e}"),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! A wgpu device for compute work, and the small helpers kernels share.
 
+use crate::gpu::GpuError;
 use std::sync::{Arc, Mutex};
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -48,11 +49,11 @@ impl GpuContext {
     /// Finds an adapter and opens a device (blocking; native only). Fails with a
     /// readable reason when there is none, e.g. no Vulkan driver installed.
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn new_blocking() -> Result<Self, String> {
+    pub fn new_blocking() -> Result<Self, GpuError> {
         pollster::block_on(Self::new())
     }
 
-    pub async fn new() -> Result<Self, String> {
+    pub async fn new() -> Result<Self, GpuError> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions {
@@ -60,7 +61,10 @@ impl GpuContext {
                 ..Default::default()
             })
             .await
-            .map_err(|e| format!("{NO_ADAPTER_HINT} (no GPU adapter: {e})"))?;
+            .map_err(|e| GpuError::NoAdapter {
+                hint: NO_ADAPTER_HINT,
+                reason: e.to_string(),
+            })?;
         let info = adapter.get_info();
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
@@ -70,7 +74,10 @@ impl GpuContext {
                 ..Default::default()
             })
             .await
-            .map_err(|e| format!("the GPU adapter '{}' refused a device: {e}", info.name))?;
+            .map_err(|e| GpuError::DeviceRefused {
+                adapter: info.name.clone(),
+                reason: e.to_string(),
+            })?;
         let error: Arc<Mutex<Option<String>>> = Arc::default();
         let slot = Arc::clone(&error);
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
@@ -250,7 +257,7 @@ impl GpuContext {
     /// Copies `buffer` back to the CPU, waiting for the GPU (native only: a
     /// browser must never block a frame on this; it awaits [`Self::read_back_async`]).
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn read_back(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>, String> {
+    pub fn read_back(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>, GpuError> {
         self.read_back_range(buffer, 0, buffer.size())
     }
 
@@ -262,7 +269,7 @@ impl GpuContext {
         buffer: &wgpu::Buffer,
         offset: u64,
         size: u64,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, GpuError> {
         pollster::block_on(self.read_back_async(buffer, offset, size))
     }
 
@@ -274,9 +281,9 @@ impl GpuContext {
         buffer: &wgpu::Buffer,
         offset: u64,
         size: u64,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, GpuError> {
         if let Some(why) = self.lost() {
-            return Err(format!("the GPU device was lost ({why})"));
+            return Err(GpuError::Device(format!("the GPU device was lost ({why})")));
         }
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("read back"),
@@ -298,16 +305,16 @@ impl GpuContext {
                 submission_index: None,
                 timeout: None,
             })
-            .map_err(|e| format!("waiting for the GPU failed: {e}"))?;
+            .map_err(|e| GpuError::Device(format!("waiting for the GPU failed: {e}")))?;
         mapped
             .await
-            .map_err(|e| format!("mapping the GPU buffer failed: {e}"))?;
+            .map_err(|e| GpuError::Device(format!("mapping the GPU buffer failed: {e}")))?;
         if let Some(e) = self.error() {
-            return Err(format!("the GPU reported an error: {e}"));
+            return Err(GpuError::Device(format!("the GPU reported an error: {e}")));
         }
         let bytes = slice
             .get_mapped_range()
-            .map_err(|e| format!("reading the GPU buffer failed: {e:?}"))?
+            .map_err(|e| GpuError::Device(format!("reading the GPU buffer failed: {e:?}")))?
             .to_vec();
         staging.unmap();
         Ok(bytes)

@@ -6,6 +6,7 @@
 
 pub mod context;
 pub mod coupling;
+pub mod error;
 pub mod lattice;
 pub mod optimizer;
 pub mod plan;
@@ -17,6 +18,7 @@ pub mod trainer;
 
 pub use context::GpuContext;
 pub use coupling::GpuCouplingTrainer;
+pub use error::GpuError;
 pub use lattice::GpuLatticeTrainer;
 pub use radial::GpuRadialTrainer;
 pub use scalar::ScalarEval;

@@ -6,8 +6,10 @@
 
 use super::GpuContext;
 use crate::flow::FlowModel;
+use crate::gpu::GpuError;
 use crate::rng::Rng;
 use crate::target::Target;
+use crate::train::SetupError;
 use crate::train::{Loss, TrainError, TrainSettings};
 
 /// Adam's state and the batch stream of one GPU training run.
@@ -41,14 +43,13 @@ impl GpuOptimizer {
         dim: usize,
         target: Target,
         settings: TrainSettings,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, GpuError> {
         if settings.batch == 0
             || !(settings.learning_rate > 0.0 && (settings.learning_rate as f32).is_finite())
         {
-            return Err(
-                "batch size must be at least 1 and the learning rate positive and finite in f32"
-                    .into(),
-            );
+            return Err(GpuError::unsupported(
+                "batch size must be at least 1 and the learning rate positive and finite in f32",
+            ));
         }
         let n_params = params.len();
         let p32: Vec<f32> = params.iter().map(|&v| v as f32).collect();
@@ -63,7 +64,7 @@ impl GpuOptimizer {
             ctx.storage("v backup", &zeros, true),
         ];
         let adam_settings = ctx.uniform("adam", &[0u8; 16]);
-        let source = super::shader::compose("adam.wgsl", &[]).map_err(|e| e.to_string())?;
+        let source = super::shader::compose("adam.wgsl", &[])?;
         let adam = ctx.pipeline_at("adam", &source, "adam_main");
         let adam_bind = ctx.bind(&adam, &[&adam_settings, &total, &params, &m, &v]);
         Ok(Self {
@@ -146,7 +147,7 @@ impl GpuOptimizer {
     }
 
     /// The parameters, read back from the GPU.
-    pub async fn params_async(&self) -> Result<Vec<f64>, String> {
+    pub async fn params_async(&self) -> Result<Vec<f64>, GpuError> {
         let bytes = self
             .ctx
             .read_back_async(&self.params, 0, self.params.size())
@@ -179,11 +180,27 @@ pub trait FlowKernels {
     /// Uploads `batch` and records the passes that write its mean loss and
     /// gradient into the optimizer's `total`.
     fn encode_gradient(&self, batch: &[f32], encoder: &mut wgpu::CommandEncoder);
+    /// The model the trainer holds: its structure, with the parameters last
+    /// known on the CPU.
+    fn held(&self) -> &FlowModel<f64>;
+    fn held_mut(&mut self) -> &mut FlowModel<f64>;
+
     /// The model with these parameters (the trainer's structure), or with the
     /// trainer's last known ones when `params` is `None`.
-    fn model_with(&self, params: Option<Vec<f64>>) -> FlowModel<f64>;
+    fn model_with(&self, params: Option<Vec<f64>>) -> FlowModel<f64> {
+        params
+            .and_then(|p| self.held().with_params(p).ok())
+            .unwrap_or_else(|| self.held().clone())
+    }
+
     /// Takes `model` as the current one if it has the trainer's structure.
-    fn accept_model(&mut self, model: &FlowModel<f64>) -> Result<(), String>;
+    fn accept_model(&mut self, model: &FlowModel<f64>) -> Result<(), SetupError> {
+        if !self.held().same_structure(model) {
+            return Err(SetupError::DifferentStructure);
+        }
+        *self.held_mut() = model.clone();
+        Ok(())
+    }
 }
 
 /// Records and submits step `t`: the batch drawn and uploaded, gradient and
@@ -234,7 +251,7 @@ pub async fn steps_async<K: FlowKernels + ?Sized>(
         .ctx
         .read_back_async(&history, 0, history.size())
         .await
-        .map_err(TrainError::Backend)?;
+        .map_err(|e| TrainError::Backend(e.to_string()))?;
     let losses: Vec<f64> = bytemuck::cast_slice::<u8, f32>(&bytes)
         .iter()
         .map(|&v| v as f64)
@@ -258,7 +275,7 @@ pub async fn step_async<K: FlowKernels + ?Sized>(kernels: &mut K) -> Result<f64,
         .ctx
         .read_back_async(&opt.total, 0, opt.total.size())
         .await
-        .map_err(TrainError::Backend)?;
+        .map_err(|e| TrainError::Backend(e.to_string()))?;
     let total: &[f32] = bytemuck::cast_slice(&bytes);
     if total.iter().any(|v| !v.is_finite()) {
         opt.restore_backup();
@@ -274,14 +291,14 @@ pub async fn step_async<K: FlowKernels + ?Sized>(kernels: &mut K) -> Result<f64,
 pub async fn loss_and_grad_async<K: FlowKernels + ?Sized>(
     kernels: &K,
     batch: &[f32],
-) -> Result<(f64, Vec<f64>), String> {
+) -> Result<(f64, Vec<f64>), GpuError> {
     let opt = kernels.optimizer();
     let n = opt.settings.batch;
     if batch.len() != n * opt.dim {
-        return Err(format!(
+        return Err(GpuError::unsupported(format!(
             "expected a batch of {n} points of dimension {}",
             opt.dim
-        ));
+        )));
     }
     let mut encoder = opt.ctx.device.create_command_encoder(&Default::default());
     kernels.encode_gradient(batch, &mut encoder);
@@ -308,7 +325,7 @@ pub async fn model_async<K: FlowKernels + ?Sized>(kernels: &K) -> FlowModel<f64>
 pub fn set_model<K: FlowKernels + ?Sized>(
     kernels: &mut K,
     model: &FlowModel<f64>,
-) -> Result<(), String> {
+) -> Result<(), SetupError> {
     kernels.accept_model(model)?;
     kernels.optimizer().write_params(model.as_flow().params());
     Ok(())

@@ -10,21 +10,24 @@
 use super::optimizer::{FlowKernels, GpuOptimizer};
 use super::specialize::{energy_id, energy_value, stack_values};
 use super::{GpuContext, shader};
-use crate::flow::{Flow, FlowModel, RadialConditioner, RadialFlow};
+use crate::flow::{Flow, FlowModel, RadialConditioner, RadialFlow, RadialSpec};
+use crate::gpu::GpuError;
 use crate::target::Target;
 use crate::train::TrainSettings;
 
 const WORKGROUP: u32 = 64;
 
 /// The structure constants the kernel is specialized for.
-fn kernel_source(flow: &RadialFlow<f64>, energy: u32) -> Result<String, String> {
+fn kernel_source(flow: &RadialFlow<f64>, energy: u32) -> Result<String, GpuError> {
     let spec = &flow.spec;
     let order = match spec.conditioner {
         RadialConditioner::Direct => 0,
         RadialConditioner::Fourier { order } => order,
     };
     if spec.dim > 16 {
-        return Err("the GPU radial kernel takes up to 16 dimensions".into());
+        return Err(GpuError::unsupported(
+            "the GPU radial kernel takes up to 16 dimensions",
+        ));
     }
     let mut values = stack_values(&spec.stack)?;
     values.extend([
@@ -33,17 +36,17 @@ fn kernel_source(flow: &RadialFlow<f64>, energy: u32) -> Result<String, String> 
         ("ORDER", order.to_string()),
         ("NPARAMS", spec.n_params().to_string()),
     ]);
-    shader::compose("radial_flow.wgsl", &values).map_err(|e| e.to_string())
+    shader::compose("radial_flow.wgsl", &values).map_err(GpuError::from)
 }
 
 /// Workgroups for `n` points, one thread each (WebGPU allows 65,535 per dimension).
-fn dispatch_size(n: usize) -> Result<u32, String> {
+fn dispatch_size(n: usize) -> Result<u32, GpuError> {
     let groups = n.div_ceil(WORKGROUP as usize);
     if groups > 65_535 {
-        return Err(format!(
+        return Err(GpuError::unsupported(format!(
             "{n} points in one dispatch; the limit is {}",
             65_535 * WORKGROUP as usize
-        ));
+        )));
     }
     Ok(groups as u32)
 }
@@ -52,7 +55,9 @@ fn dispatch_size(n: usize) -> Result<u32, String> {
 pub struct GpuRadialTrainer {
     opt: GpuOptimizer,
     ctx: GpuContext,
-    flow: RadialFlow<f64>,
+    spec: RadialSpec,
+    /// the flow: its structure, with the parameters last known on the CPU
+    model: FlowModel<f64>,
     /// density direction: forward-KL gradients, and log q for grids
     grad: wgpu::ComputePipeline,
     /// sampling direction with reverse mode: reverse-KL gradients
@@ -73,24 +78,23 @@ impl GpuRadialTrainer {
         model: FlowModel<f64>,
         target: Target,
         settings: TrainSettings,
-    ) -> Result<Self, String> {
-        let FlowModel::Radial(flow) = model else {
-            return Err(
-                "the GPU backend trains radial flows so far; use --backend cpu for this flow"
-                    .into(),
-            );
+    ) -> Result<Self, GpuError> {
+        let FlowModel::Radial(flow) = &model else {
+            return Err(GpuError::unsupported(
+                "the GPU backend trains radial flows so far; use --backend cpu for this flow",
+            ));
         };
         let energy = energy_id(settings.loss, &target)?;
         if energy != 0 && flow.dim() != 2 {
-            return Err("the GPU energies are 2D".into());
+            return Err(GpuError::unsupported("the GPU energies are 2D"));
         }
         if flow.dim() != target.dim() {
-            return Err(format!(
+            return Err(GpuError::unsupported(format!(
                 "the flow is {}D but target '{}' is {}D",
                 flow.dim(),
                 target.name(),
                 target.dim()
-            ));
+            )));
         }
         // Every sample writes its own gradient row: check the device holds them.
         let per_sample_bytes = (settings.batch as u64) * (flow.n_params() as u64 + 1) * 4;
@@ -99,19 +103,19 @@ impl GpuRadialTrainer {
             .max_storage_buffer_binding_size
             .min(limits.max_buffer_size);
         if per_sample_bytes > max {
-            return Err(format!(
+            return Err(GpuError::unsupported(format!(
                 "batch {} needs {} MB of per-sample gradients on the GPU, more than this device allows ({} MB); use a smaller batch",
                 settings.batch,
                 per_sample_bytes >> 20,
                 max >> 20
-            ));
+            )));
         }
         let source = kernel_source(&flow, energy)?;
         let reverse =
             (energy != 0).then(|| ctx.pipeline_at("radial reverse", &source, "grad_reverse_main"));
         let grad = ctx.pipeline_at("radial grad", &source, "grad_main");
         let push = ctx.pipeline_at("radial push", &source, "push_main");
-        let column_sum = shader::compose("column_sum.wgsl", &[]).map_err(|e| e.to_string())?;
+        let column_sum = shader::compose("column_sum.wgsl", &[])?;
         let reduce = ctx.pipeline_at("reduce", &column_sum, "reduce_main");
         let n_params = flow.n_params();
         let d = flow.dim();
@@ -131,7 +135,8 @@ impl GpuRadialTrainer {
         Ok(Self {
             opt,
             ctx,
-            flow,
+            spec: flow.spec.clone(),
+            model: model.clone(),
             grad,
             reverse,
             push,
@@ -146,7 +151,7 @@ impl GpuRadialTrainer {
 
     /// Records the loss-and-gradient passes for the uploaded batch.
     fn encode_batch_gradient(&self, encoder: &mut wgpu::CommandEncoder) {
-        let n_params = self.flow.n_params() as u32;
+        let n_params = self.spec.n_params() as u32;
         let (pipeline, bind_grad) = match &self.reverse {
             Some(reverse) => (
                 reverse,
@@ -196,7 +201,7 @@ impl GpuRadialTrainer {
         points: &wgpu::Buffer,
         log_q: &wgpu::Buffer,
         n: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), GpuError> {
         let groups = dispatch_size(n)?;
         let settings = self.ctx.uniform(
             "density",
@@ -223,7 +228,7 @@ impl GpuRadialTrainer {
         latent: &wgpu::Buffer,
         pushed: &wgpu::Buffer,
         n: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), GpuError> {
         let groups = dispatch_size(n)?;
         let settings = self.ctx.uniform(
             "push",
@@ -246,8 +251,8 @@ impl GpuRadialTrainer {
     }
 
     /// `log q(x)` at every point (n x d), read back (in chunks of 65,536 points).
-    pub async fn log_q_async(&self, points: &[f32]) -> Result<Vec<f32>, String> {
-        let d = self.flow.dim();
+    pub async fn log_q_async(&self, points: &[f32]) -> Result<Vec<f32>, GpuError> {
+        let d = self.spec.dim;
         let mut out = Vec::with_capacity(points.len() / d);
         for chunk in points.chunks(65_536 * d) {
             let n = chunk.len() / d;
@@ -266,8 +271,8 @@ impl GpuRadialTrainer {
 
     /// Latent points (n x d) pushed through `x_from_z`, read back: per point the
     /// data-space point and `log |det dx/dz|` (n x (d + 1)).
-    pub async fn x_from_z_async(&self, latent: &[f32]) -> Result<Vec<f32>, String> {
-        let d = self.flow.dim();
+    pub async fn x_from_z_async(&self, latent: &[f32]) -> Result<Vec<f32>, GpuError> {
+        let d = self.spec.dim;
         let mut out = Vec::with_capacity(latent.len() / d * (d + 1));
         for chunk in latent.chunks(65_536 * d) {
             let n = chunk.len() / d;
@@ -303,21 +308,11 @@ impl FlowKernels for GpuRadialTrainer {
         self.encode_batch_gradient(encoder);
     }
 
-    fn model_with(&self, params: Option<Vec<f64>>) -> FlowModel<f64> {
-        let flow = params
-            .and_then(|p| RadialFlow::from_params(self.flow.spec.clone(), p).ok())
-            .unwrap_or_else(|| self.flow.clone());
-        FlowModel::Radial(flow)
+    fn held(&self) -> &FlowModel<f64> {
+        &self.model
     }
 
-    fn accept_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
-        let FlowModel::Radial(f) = model else {
-            return Err("the GPU trainer holds a radial flow".into());
-        };
-        if f.spec != self.flow.spec {
-            return Err("the new model has a different structure".into());
-        }
-        self.flow = f.clone();
-        Ok(())
+    fn held_mut(&mut self) -> &mut FlowModel<f64> {
+        &mut self.model
     }
 }

@@ -3,6 +3,7 @@
 
 use super::GpuContext;
 use crate::bijection::{Family, Stack};
+use crate::gpu::GpuError;
 
 /// The `scalar_eval` kernel, compiled per family on first use.
 pub struct ScalarEval {
@@ -18,13 +19,16 @@ impl ScalarEval {
         }
     }
 
-    fn pipeline(&self, ctx: &GpuContext, family: Family) -> Result<wgpu::ComputePipeline, String> {
+    fn pipeline(
+        &self,
+        ctx: &GpuContext,
+        family: Family,
+    ) -> Result<wgpu::ComputePipeline, GpuError> {
         if let Some((_, p)) = self.pipelines.borrow().iter().find(|(f, _)| *f == family) {
             return Ok(p.clone());
         }
         let values = super::specialize::stack_values(&Stack::uniform(family, 1))?;
-        let source =
-            super::shader::compose("scalar_eval.wgsl", &values).map_err(|e| e.to_string())?;
+        let source = super::shader::compose("scalar_eval.wgsl", &values)?;
         let pipeline = ctx.pipeline_at("scalar_eval", &source, "main");
         self.pipelines.borrow_mut().push((family, pipeline.clone()));
         Ok(pipeline)
@@ -39,7 +43,7 @@ impl ScalarEval {
         raw: &[f32],
         points: &[f32],
         sampling: bool,
-    ) -> Result<Vec<(f32, f32)>, String> {
+    ) -> Result<Vec<(f32, f32)>, GpuError> {
         pollster::block_on(self.run_async(ctx, family, raw, points, sampling))
     }
 
@@ -53,16 +57,18 @@ impl ScalarEval {
         raw: &[f32],
         points: &[f32],
         sampling: bool,
-    ) -> Result<Vec<(f32, f32)>, String> {
+    ) -> Result<Vec<(f32, f32)>, GpuError> {
         if let Family::Spline(shape) = family {
-            shape.validate()?;
+            shape
+                .validate()
+                .map_err(|e| GpuError::unsupported(e.to_string()))?;
         }
         if raw.len() != family.n_raw() {
-            return Err(format!(
+            return Err(GpuError::unsupported(format!(
                 "family '{}' takes {} raw parameters",
                 family.name(),
                 family.n_raw()
-            ));
+            )));
         }
         let pipeline = self.pipeline(ctx, family)?;
         if points.is_empty() {

@@ -4,57 +4,62 @@
 
 use super::shader::Value;
 use crate::bijection::{Family, Stack};
+use crate::gpu::GpuError;
 use crate::target::{Target, TargetKind};
 use crate::train::Loss;
 
 /// The energy a reverse-KL kernel is compiled for (0: none, forward KL).
-pub fn energy_id(loss: Loss, target: &Target) -> Result<u32, String> {
+pub fn energy_id(loss: Loss, target: &Target) -> Result<u32, GpuError> {
     match (loss, target) {
         (Loss::ForwardKl, t) if t.kind() == TargetKind::Samples => Ok(0),
-        (Loss::ForwardKl, t) => Err(format!(
+        (Loss::ForwardKl, t) => Err(GpuError::unsupported(format!(
             "target '{}' has no sampler: train it by reverse KL",
             t.name()
-        )),
+        ))),
         (Loss::ReverseKl, Target::TwoMoonsEnergy) => Ok(1),
         (Loss::ReverseKl, Target::CircularGmm) => Ok(2),
         (Loss::ReverseKl, Target::RingMixture { rings: 2 }) => Ok(3),
-        (Loss::ReverseKl, t) => Err(format!(
+        (Loss::ReverseKl, t) => Err(GpuError::unsupported(format!(
             "no GPU energy for target '{}' (the GPU has twomoons-energy, circular-gmm, ring-mixture); use --backend cpu",
             t.name()
-        )),
+        ))),
     }
 }
 
 /// The kernels' id of a family (see `lib/stack.wgsl`).
-fn family_id(family: Family) -> Result<u32, String> {
+fn family_id(family: Family) -> Result<u32, GpuError> {
     match family {
         Family::CubicRational => Ok(0),
         Family::Sinh => Ok(1),
         Family::Cubic => Ok(2),
         Family::Affine => Ok(3),
         Family::Spline(shape) if shape.bins <= 16 => Ok(4),
-        Family::Spline(_) => Err("the GPU kernels take splines of up to 16 bins".into()),
+        Family::Spline(_) => Err(GpuError::unsupported(
+            "the GPU kernels take splines of up to 16 bins",
+        )),
     }
 }
 
 /// `lib/stack.wgsl`'s values for `stack`: one family (constant-folded) or a
 /// mixed stack (per-layer tables). Spline layers of one stack share a shape.
-pub fn stack_values(stack: &Stack) -> Result<Vec<Value>, String> {
+pub fn stack_values(stack: &Stack) -> Result<Vec<Value>, GpuError> {
     let layers = stack.layers();
     let first = *layers
         .first()
-        .ok_or("the GPU kernels need a non-empty stack")?;
+        .ok_or_else(|| GpuError::unsupported("the GPU kernels need a non-empty stack"))?;
     let ids = layers
         .iter()
         .map(|&f| family_id(f))
-        .collect::<Result<Vec<u32>, String>>()?;
+        .collect::<Result<Vec<u32>, GpuError>>()?;
     let mut splines = layers.iter().filter_map(|f| match f {
         Family::Spline(shape) => Some(*shape),
         _ => None,
     });
     let spline = splines.next().unwrap_or_default();
     if splines.any(|s| s != spline) {
-        return Err("the GPU kernels take spline layers of one shape per stack".into());
+        return Err(GpuError::unsupported(
+            "the GPU kernels take spline layers of one shape per stack",
+        ));
     }
     let widest = layers.iter().map(|f| f.n_raw()).max().unwrap_or(0);
     let layout = if layers.iter().all(|&f| f == first) {

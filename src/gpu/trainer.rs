@@ -4,10 +4,11 @@
 use super::optimizer::{self, FlowKernels};
 use super::{GpuContext, GpuCouplingTrainer, GpuLatticeTrainer, GpuRadialTrainer};
 use crate::flow::FlowModel;
+use crate::gpu::GpuError;
 use crate::target::Target;
 #[cfg(not(target_arch = "wasm32"))]
 use crate::train::Trainer;
-use crate::train::{TrainError, TrainSettings};
+use crate::train::{SetupError, TrainError, TrainSettings};
 
 /// A radial, coupling or lattice flow's training state on the GPU.
 pub enum GpuTrainer {
@@ -22,7 +23,7 @@ impl GpuTrainer {
         model: FlowModel<f64>,
         target: Target,
         settings: TrainSettings,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, GpuError> {
         match model {
             FlowModel::Radial(_) => Ok(Self::Radial(Box::new(GpuRadialTrainer::new(
                 ctx, model, target, settings,
@@ -33,10 +34,9 @@ impl GpuTrainer {
             FlowModel::Lattice(_) => Ok(Self::Lattice(Box::new(GpuLatticeTrainer::new(
                 ctx, model, target, settings,
             )?))),
-            FlowModel::Elementwise(_) => Err(
-                "the GPU trains radial, coupling and lattice flows; use --backend cpu for element-wise flows"
-                    .into(),
-            ),
+            FlowModel::Elementwise(_) => Err(GpuError::unsupported(
+                "the GPU trains radial, coupling and lattice flows; use --backend cpu for element-wise flows",
+            )),
         }
     }
 
@@ -74,12 +74,15 @@ impl GpuTrainer {
     }
 
     /// Mean loss and gradient for a given batch, without a step (parity tests).
-    pub async fn loss_and_grad_async(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
+    pub async fn loss_and_grad_async(
+        &mut self,
+        points: &[f32],
+    ) -> Result<(f64, Vec<f64>), GpuError> {
         optimizer::loss_and_grad_async(self.kernels(), points).await
     }
 
     /// `log q(x)` at every point (n x d).
-    pub async fn log_q_async(&mut self, points: &[f32]) -> Result<Vec<f32>, String> {
+    pub async fn log_q_async(&mut self, points: &[f32]) -> Result<Vec<f32>, GpuError> {
         match self {
             Self::Radial(t) => t.log_q_async(points).await,
             Self::Coupling(t) => t.log_q_async(points).await,
@@ -88,7 +91,7 @@ impl GpuTrainer {
     }
 
     /// Latent points through `x_from_z`: per point x and `log |det dx/dz|`.
-    pub async fn x_from_z_async(&mut self, latent: &[f32]) -> Result<Vec<f32>, String> {
+    pub async fn x_from_z_async(&mut self, latent: &[f32]) -> Result<Vec<f32>, GpuError> {
         match self {
             Self::Radial(t) => t.x_from_z_async(latent).await,
             Self::Coupling(t) => t.x_from_z_async(latent).await,
@@ -105,11 +108,11 @@ impl GpuTrainer {
         points: &wgpu::Buffer,
         log_q: &wgpu::Buffer,
         n: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), GpuError> {
         match self {
             Self::Radial(t) => t.encode_log_q(encoder, points, log_q, n),
             Self::Coupling(t) => t.encode_log_q(encoder, points, log_q, n),
-            Self::Lattice(_) => Err("a lattice flow has no 2D picture".into()),
+            Self::Lattice(_) => Err(GpuError::unsupported("a lattice flow has no 2D picture")),
         }
     }
 
@@ -121,29 +124,29 @@ impl GpuTrainer {
         latent: &wgpu::Buffer,
         pushed: &wgpu::Buffer,
         n: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), GpuError> {
         match self {
             Self::Radial(t) => t.encode_x_from_z(encoder, latent, pushed, n),
             Self::Coupling(t) => t.encode_x_from_z(encoder, latent, pushed, n),
-            Self::Lattice(_) => Err("a lattice flow has no 2D picture".into()),
+            Self::Lattice(_) => Err(GpuError::unsupported("a lattice flow has no 2D picture")),
         }
     }
 
     /// [`Self::loss_and_grad_async`], waiting for the GPU (native only).
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn loss_and_grad(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), String> {
+    pub fn loss_and_grad(&mut self, points: &[f32]) -> Result<(f64, Vec<f64>), GpuError> {
         pollster::block_on(self.loss_and_grad_async(points))
     }
 
     /// [`Self::log_q_async`], waiting for the GPU (native only).
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn log_q(&mut self, points: &[f32]) -> Result<Vec<f32>, String> {
+    pub fn log_q(&mut self, points: &[f32]) -> Result<Vec<f32>, GpuError> {
         pollster::block_on(self.log_q_async(points))
     }
 
     /// [`Self::x_from_z_async`], waiting for the GPU (native only).
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn x_from_z(&mut self, latent: &[f32]) -> Result<Vec<f32>, String> {
+    pub fn x_from_z(&mut self, latent: &[f32]) -> Result<Vec<f32>, GpuError> {
         pollster::block_on(self.x_from_z_async(latent))
     }
 
@@ -167,7 +170,7 @@ impl GpuTrainer {
     }
 
     /// Replaces the parameters (same structure), keeping the optimizer state.
-    pub fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+    pub fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), SetupError> {
         optimizer::set_model(self.kernels_mut(), model)
     }
 
@@ -196,7 +199,7 @@ impl Trainer for GpuTrainer {
         pollster::block_on(self.model_async())
     }
 
-    fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+    fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), SetupError> {
         GpuTrainer::set_model(self, model)
     }
 

@@ -12,6 +12,20 @@ pub trait Potential {
     fn potential_grad(&self, x: &[f64], grad: &mut [f64]) -> f64;
 }
 
+/// Why a chain cannot run.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum HmcError {
+    #[error("HMC needs at least one leapfrog step and a positive step size")]
+    Settings,
+}
+
+/// The message, where errors meet a person (the command line, the page).
+impl From<HmcError> for String {
+    fn from(e: HmcError) -> String {
+        e.to_string()
+    }
+}
+
 /// How the chain runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HmcSettings {
@@ -54,9 +68,9 @@ pub fn run<P: Potential>(
     settings: &HmcSettings,
     mut measure: impl FnMut(&[f64]),
     mut progress: impl FnMut(usize, usize),
-) -> Result<HmcStats, String> {
+) -> Result<HmcStats, HmcError> {
     if settings.leapfrog == 0 || !(settings.step > 0.0 && settings.step.is_finite()) {
-        return Err("HMC needs at least one leapfrog step and a positive step size".into());
+        return Err(HmcError::Settings);
     }
     let d = target.dim();
     let mut rng = Rng::seeded(settings.seed ^ 0x686d_6300);

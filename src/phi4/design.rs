@@ -5,6 +5,24 @@ use crate::bijection::Family;
 use crate::flow::{FlowConfig, FlowKind};
 use crate::target::phi4::Phi4;
 
+/// Why a design cannot be made on the lattice.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum DesignError {
+    #[error("--flow must be coupling, radial or elementwise on the lattice, got '{0}'")]
+    UnknownKind(String),
+    #[error("the {0} flow is for 2D data, not the lattice")]
+    NotForTheLattice(&'static str),
+    #[error("--z2 applies to coupling and radial flows")]
+    Z2Elementwise,
+}
+
+/// The message, where errors meet a person (the command line, the page).
+impl From<DesignError> for String {
+    fn from(e: DesignError) -> String {
+        e.to_string()
+    }
+}
+
 /// A flow design on the lattice: architecture, family and whether Z2-equivariant.
 #[derive(Clone, Debug)]
 pub struct Design {
@@ -14,29 +32,24 @@ pub struct Design {
 impl Design {
     /// The lattice flow a name means: `coupling` (or `lattice`: the lattice
     /// coupling flow), `radial` or `elementwise`.
-    pub fn parse_kind(name: &str) -> Result<FlowKind, String> {
+    pub fn parse_kind(name: &str) -> Result<FlowKind, DesignError> {
         match name {
             "coupling" | "lattice" => Ok(FlowKind::Lattice),
             "radial" => Ok(FlowKind::Radial),
             "elementwise" => Ok(FlowKind::Elementwise),
-            other => Err(format!(
-                "--flow must be coupling, radial or elementwise on the lattice, got '{other}'"
-            )),
+            other => Err(DesignError::UnknownKind(other.to_string())),
         }
     }
 
     /// A flow of `kind` (lattice coupling, radial or element-wise) with the
     /// phi^4 defaults: 8 coupling layers, 8 channels, 1 residual block, one
     /// copy of the family per site; 16 copies for the radial flow.
-    pub fn new(kind: FlowKind, family: Family, z2: bool) -> Result<Design, String> {
+    pub fn new(kind: FlowKind, family: Family, z2: bool) -> Result<Design, DesignError> {
         if matches!(kind, FlowKind::Coupling | FlowKind::RadialFourier) {
-            return Err(format!(
-                "the {} flow is for 2D data, not the lattice",
-                kind.name()
-            ));
+            return Err(DesignError::NotForTheLattice(kind.name()));
         }
         if z2 && kind == FlowKind::Elementwise {
-            return Err("--z2 applies to coupling and radial flows".into());
+            return Err(DesignError::Z2Elementwise);
         }
         let mut flow = FlowConfig::defaults(kind);
         flow.family = family;

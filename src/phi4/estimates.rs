@@ -5,6 +5,7 @@
 //! acceptance, reverse KL) and the mode-collapse measure: the fraction of raw
 //! flow samples with M > 0, exactly 1/2 under the Z2-symmetric target.
 
+use super::EstimateError;
 use super::observables::{BINS, Measurements, Phi4Observables};
 use crate::flow::Flow;
 use crate::rng::Rng;
@@ -45,13 +46,13 @@ pub fn estimate_with_flow(
     model: &Phi4,
     n: usize,
     rng: &mut Rng,
-) -> Result<FlowEstimates, String> {
+) -> Result<FlowEstimates, EstimateError> {
     let v = model.volume();
     if flow.dim() != v {
-        return Err(format!(
-            "the flow is {}-dimensional but the lattice has {v} sites",
-            flow.dim()
-        ));
+        return Err(EstimateError::Dimension {
+            flow: flow.dim(),
+            sites: v,
+        });
     }
     let (fields, log_q) = flow_samples(flow, n, rng);
     estimate_from_samples(model, &fields, &log_q, rng)
@@ -84,17 +85,18 @@ pub fn estimate_from_samples(
     fields: &[f64],
     log_q: &[f64],
     rng: &mut Rng,
-) -> Result<FlowEstimates, String> {
+) -> Result<FlowEstimates, EstimateError> {
     let v = model.volume();
     let n = log_q.len();
     if fields.len() != n * v {
-        return Err(format!(
-            "{} field values for {n} samples of {v} sites",
-            fields.len()
-        ));
+        return Err(EstimateError::FieldCount {
+            values: fields.len(),
+            samples: n,
+            sites: v,
+        });
     }
     if n < 2 {
-        return Err("at least 2 flow samples are needed".into());
+        return Err(EstimateError::TooFewSamples);
     }
     let mut raw = Measurements::new(v, n);
     let mut log_w = Vec::with_capacity(n);
@@ -106,7 +108,7 @@ pub fn estimate_from_samples(
     }
     let finite = log_w.iter().filter(|l| l.is_finite()).count();
     if finite == 0 {
-        return Err("every flow sample has zero weight (the flow is far from the target)".into());
+        return Err(EstimateError::ZeroWeight);
     }
     let loss = -log_w.iter().sum::<f64>() / n as f64;
     let log_z = logsumexp(&log_w) - (n as f64).ln();

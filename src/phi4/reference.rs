@@ -2,7 +2,7 @@
 //! phi^4 action and its observables, which every flow is measured against.
 
 use super::observables::{BINS, Measurements, Phi4Observables};
-use crate::mcmc::hmc::{self, HmcSettings, HmcStats, Potential};
+use crate::mcmc::hmc::{self, HmcError, HmcSettings, HmcStats, Potential};
 use crate::stats::histogram;
 use crate::target::phi4::Phi4;
 
@@ -30,7 +30,7 @@ pub fn reference(
     model: &Phi4,
     settings: &HmcSettings,
     progress: impl FnMut(usize, usize),
-) -> Result<Phi4Reference, String> {
+) -> Result<Phi4Reference, HmcError> {
     let mut measured = Measurements::new(model.volume(), settings.trajectories);
     let stats = hmc::run(model, settings, |phi| measured.record(model, phi), progress)?;
     let mut observables = measured.chain_observables();

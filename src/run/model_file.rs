@@ -13,8 +13,10 @@
 //! {"type": "elementwise", "dim": 1, "bijection": { ...scalar or stack... }}
 //! ```
 
+use crate::bijection::BijectionError;
 use crate::bijection::stack::MAX_STACK;
 use crate::bijection::{Family, Scalar, SplineShape, Stack};
+use crate::flow::FlowError;
 use crate::flow::radial::MAX_ORDER;
 use crate::flow::{
     CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, FlowModel, LatticeFlow, LatticeSpec,
@@ -22,27 +24,67 @@ use crate::flow::{
 };
 use serde_json::{Map, Value, json};
 
-type Result<T> = std::result::Result<T, String>;
+/// Why a JSON value is not a model: what of it is wrong, for the person who
+/// wrote or edited the file.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ModelFileError {
+    #[error("{what} is missing field '{key}'")]
+    Missing { what: String, key: String },
+    #[error("{what} must be {expected}")]
+    Expected {
+        what: String,
+        expected: &'static str,
+    },
+    #[error("{what}: family '{family}' needs parameter '{param}'")]
+    MissingParam {
+        what: String,
+        family: &'static str,
+        param: &'static str,
+    },
+    #[error("{0} is not finite")]
+    NotFinite(String),
+    /// A value of the right type that describes no model (a count out of
+    /// range, an unknown type, shapes that do not fit together).
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Flow(#[from] FlowError),
+    #[error(transparent)]
+    Bijection(#[from] BijectionError),
+}
+
+/// The message, where errors meet a person (the command line, the page).
+impl From<ModelFileError> for String {
+    fn from(e: ModelFileError) -> String {
+        e.to_string()
+    }
+}
+
+type Result<T> = std::result::Result<T, ModelFileError>;
 
 fn field<'a>(v: &'a Value, key: &str, what: &str) -> Result<&'a Value> {
-    v.get(key)
-        .ok_or_else(|| format!("{what} is missing field '{key}'"))
+    v.get(key).ok_or_else(|| ModelFileError::Missing {
+        what: what.to_string(),
+        key: key.to_string(),
+    })
 }
 
 fn number(v: &Value, what: &str) -> Result<f64> {
-    let x = v
-        .as_f64()
-        .ok_or_else(|| format!("{what} must be a number"))?;
+    let x = v.as_f64().ok_or_else(|| ModelFileError::Expected {
+        what: what.to_string(),
+        expected: "a number",
+    })?;
     if !x.is_finite() {
-        return Err(format!("{what} is not finite"));
+        return Err(ModelFileError::NotFinite(what.to_string()));
     }
     Ok(x)
 }
 
 fn numbers(v: &Value, what: &str) -> Result<Vec<f64>> {
-    let arr = v
-        .as_array()
-        .ok_or_else(|| format!("{what} must be an array of numbers"))?;
+    let arr = v.as_array().ok_or_else(|| ModelFileError::Expected {
+        what: what.to_string(),
+        expected: "an array of numbers",
+    })?;
     arr.iter()
         .enumerate()
         .map(|(i, x)| number(x, &format!("{what}[{i}]")))
@@ -53,20 +95,26 @@ fn count(v: &Value, key: &str, what: &str) -> Result<usize> {
     let x = field(v, key, what)?;
     x.as_u64()
         .map(|n| n as usize)
-        .ok_or_else(|| format!("{what}: '{key}' must be a non-negative integer"))
+        .ok_or_else(|| ModelFileError::Expected {
+            what: format!("{what}: '{key}'"),
+            expected: "a non-negative integer",
+        })
 }
 
 fn family_of(v: &Value, what: &str) -> Result<Family> {
     let name = field(v, "family", what)?
         .as_str()
-        .ok_or_else(|| format!("{what}: 'family' must be a string"))?;
+        .ok_or_else(|| ModelFileError::Expected {
+            what: format!("{what}: 'family'"),
+            expected: "a string",
+        })?;
     let family = Family::parse(name)?;
     if let Family::Spline(_) = family {
         let bins = match v.get("bins") {
-            Some(b) => b
-                .as_u64()
-                .ok_or_else(|| format!("{what}: 'bins' must be an integer"))?
-                as usize,
+            Some(b) => b.as_u64().ok_or_else(|| ModelFileError::Expected {
+                what: format!("{what}: 'bins'"),
+                expected: "an integer",
+            })? as usize,
             None => SplineShape::default().bins,
         };
         let bound = match v.get("bound") {
@@ -74,7 +122,9 @@ fn family_of(v: &Value, what: &str) -> Result<Family> {
             None => SplineShape::default().bound,
         };
         let shape = SplineShape { bins, bound };
-        shape.validate().map_err(|e| format!("{what}: {e}"))?;
+        shape
+            .validate()
+            .map_err(|e| ModelFileError::Invalid(format!("{what}: {e}")))?;
         return Ok(Family::Spline(shape));
     }
     Ok(family)
@@ -97,24 +147,33 @@ fn parse_stack(v: &Value, with_params: bool, what: &str) -> Result<(Stack, Vec<f
         "stack" => {
             if let Some(copies) = v.get("copies") {
                 if with_params {
-                    return Err(format!(
+                    return Err(ModelFileError::Invalid(format!(
                         "{what}: a stack given by 'copies' has no parameters; list its 'layers'"
-                    ));
+                    )));
                 }
-                let n = copies
-                    .as_u64()
-                    .ok_or_else(|| format!("{what}: 'copies' must be an integer"))?;
+                let n = copies.as_u64().ok_or_else(|| ModelFileError::Expected {
+                    what: format!("{what}: 'copies'"),
+                    expected: "an integer",
+                })?;
                 if !(1..=MAX_STACK as u64).contains(&n) {
-                    return Err(format!("{what}: a stack needs 1 to {MAX_STACK} layers"));
+                    return Err(ModelFileError::Invalid(format!(
+                        "{what}: a stack needs 1 to {MAX_STACK} layers"
+                    )));
                 }
                 let n = n as usize;
                 return Ok((Stack::uniform(family_of(v, what)?, n), Vec::new()));
             }
-            let layers = field(v, "layers", what)?
-                .as_array()
-                .ok_or_else(|| format!("{what}: 'layers' must be an array"))?;
+            let layers =
+                field(v, "layers", what)?
+                    .as_array()
+                    .ok_or_else(|| ModelFileError::Expected {
+                        what: format!("{what}: 'layers'"),
+                        expected: "an array",
+                    })?;
             if layers.is_empty() || layers.len() > MAX_STACK {
-                return Err(format!("{what}: a stack needs 1 to {MAX_STACK} layers"));
+                return Err(ModelFileError::Invalid(format!(
+                    "{what}: a stack needs 1 to {MAX_STACK} layers"
+                )));
             }
             let mut families = Vec::new();
             let mut raw = Vec::new();
@@ -125,9 +184,9 @@ fn parse_stack(v: &Value, with_params: bool, what: &str) -> Result<(Stack, Vec<f
             }
             Ok((Stack::mixed(families), raw))
         }
-        other => Err(format!(
+        other => Err(ModelFileError::Invalid(format!(
             "{what}: expected type 'scalar' or 'stack', got '{other}'"
-        )),
+        ))),
     }
 }
 
@@ -135,43 +194,48 @@ fn parse_scalar_raw(v: &Value, family: Family, what: &str) -> Result<Vec<f64>> {
     if let Some(raw) = v.get("raw") {
         let raw = numbers(raw, &format!("{what}: 'raw'"))?;
         if raw.len() != family.n_raw() {
-            return Err(format!(
+            return Err(ModelFileError::Invalid(format!(
                 "{what}: family '{}' has {} raw parameters, got {}",
                 family.name(),
                 family.n_raw(),
                 raw.len()
-            ));
+            )));
         }
         return Ok(raw);
     }
     if let Family::Spline(_) = family {
-        return Err(format!("{what}: a spline is given by its 'raw' parameters"));
+        return Err(ModelFileError::Invalid(format!(
+            "{what}: a spline is given by its 'raw' parameters"
+        )));
     }
     let params = field(v, "params", what)?
         .as_object()
-        .ok_or_else(|| format!("{what}: 'params' must be an object"))?;
+        .ok_or_else(|| ModelFileError::Expected {
+            what: format!("{what}: 'params'"),
+            expected: "an object",
+        })?;
     for key in params.keys() {
         if !family.params().iter().any(|p| p.name == key) {
             let names: Vec<&str> = family.params().iter().map(|p| p.name).collect();
-            return Err(format!(
+            return Err(ModelFileError::Invalid(format!(
                 "{what}: family '{}' has no parameter '{key}' (its parameters: {})",
                 family.name(),
                 names.join(", ")
-            ));
+            )));
         }
     }
     let mut values = Vec::new();
     for spec in family.params() {
-        let x = params.get(spec.name).ok_or_else(|| {
-            format!(
-                "{what}: family '{}' needs parameter '{}'",
-                family.name(),
-                spec.name
-            )
-        })?;
+        let x = params
+            .get(spec.name)
+            .ok_or_else(|| ModelFileError::MissingParam {
+                what: what.to_string(),
+                family: family.name(),
+                param: spec.name,
+            })?;
         values.push(number(x, &format!("{what}: parameter '{}'", spec.name))?);
     }
-    family.raw_from_constrained(&values)
+    Ok(family.raw_from_constrained(&values)?)
 }
 
 /// Reads a model. `dim` is the data dimension, used by scalar and stack models
@@ -180,7 +244,10 @@ pub fn model_from_json(v: &Value, dim: Option<usize>) -> Result<FlowModel<f64>> 
     let what = "model";
     let kind = field(v, "type", what)?
         .as_str()
-        .ok_or_else(|| "model: 'type' must be a string".to_string())?;
+        .ok_or_else(|| ModelFileError::Expected {
+            what: "model: 'type'".into(),
+            expected: "a string",
+        })?;
     match kind {
         "scalar" | "stack" => {
             let (stack, raw) = parse_stack(v, true, what)?;
@@ -201,9 +268,9 @@ pub fn model_from_json(v: &Value, dim: Option<usize>) -> Result<FlowModel<f64>> 
             let center = numbers(field(v, "center", what)?, "model: 'center'")?;
             let log_scale = numbers(field(v, "log_scale", what)?, "model: 'log_scale'")?;
             if center.len() != log_scale.len() || center.is_empty() {
-                return Err(
+                return Err(ModelFileError::Invalid(
                     "model: 'center' and 'log_scale' must have the same, non-zero length".into(),
-                );
+                ));
             }
             let fourier = kind == "radial-fourier";
             let (stack, raw) =
@@ -213,26 +280,31 @@ pub fn model_from_json(v: &Value, dim: Option<usize>) -> Result<FlowModel<f64>> 
             let conditioner = if fourier {
                 let order = count(v, "order", what)?;
                 if !(1..=MAX_ORDER).contains(&order) {
-                    return Err(format!("model: 'order' must be 1 to {MAX_ORDER}"));
+                    return Err(ModelFileError::Invalid(format!(
+                        "model: 'order' must be 1 to {MAX_ORDER}"
+                    )));
                 }
-                let rows = field(v, "weights", what)?
-                    .as_array()
-                    .ok_or_else(|| "model: 'weights' must be an array of rows".to_string())?;
+                let rows = field(v, "weights", what)?.as_array().ok_or_else(|| {
+                    ModelFileError::Expected {
+                        what: "model: 'weights'".into(),
+                        expected: "an array of rows",
+                    }
+                })?;
                 if rows.len() != stack.n_raw() {
-                    return Err(format!(
+                    return Err(ModelFileError::Invalid(format!(
                         "model: 'weights' needs one row per raw parameter of the stack ({}), got {}",
                         stack.n_raw(),
                         rows.len()
-                    ));
+                    )));
                 }
                 let nf = 2 * order + 1;
                 let mut w = vec![0.0; rows.len() * nf];
                 for (i, row) in rows.iter().enumerate() {
                     let r = numbers(row, &format!("model: 'weights'[{i}]"))?;
                     if r.len() != nf {
-                        return Err(format!(
+                        return Err(ModelFileError::Invalid(format!(
                             "model: 'weights'[{i}] needs {nf} entries (2 order + 1)"
-                        ));
+                        )));
                     }
                     // stored feature-major (see flow::radial)
                     for (f, v) in r.into_iter().enumerate() {
@@ -270,9 +342,10 @@ pub fn model_from_json(v: &Value, dim: Option<usize>) -> Result<FlowModel<f64>> 
             let (stack, _) = parse_stack(field(v, "bijection", what)?, false, "model bijection")?;
             let z2 = match v.get("z2") {
                 None => false,
-                Some(flag) => flag
-                    .as_bool()
-                    .ok_or_else(|| "model: 'z2' must be true or false".to_string())?,
+                Some(flag) => flag.as_bool().ok_or_else(|| ModelFileError::Expected {
+                    what: "model: 'z2'".into(),
+                    expected: "true or false",
+                })?,
             };
             let spec = LatticeSpec {
                 size: count(v, "size", what)?,
@@ -285,9 +358,9 @@ pub fn model_from_json(v: &Value, dim: Option<usize>) -> Result<FlowModel<f64>> 
             let params = numbers(field(v, "params", what)?, "model: 'params'")?;
             Ok(FlowModel::Lattice(LatticeFlow::from_params(spec, params)?))
         }
-        other => Err(format!(
+        other => Err(ModelFileError::Invalid(format!(
             "model: unknown type '{other}' (expected scalar, stack, elementwise, radial, radial-fourier, coupling or lattice)"
-        )),
+        ))),
     }
 }
 

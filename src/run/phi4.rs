@@ -1,6 +1,7 @@
 //! One flow run on the phi^4 lattice: reverse-KL training from the action
 //! alone on a backend, then the flow's samples measured and corrected.
 
+use super::RunError;
 use super::backend::{Backend, trainer};
 use crate::phi4::design::Design;
 use crate::phi4::estimates::{FlowEstimates, estimate_with_flow};
@@ -28,7 +29,7 @@ pub fn flow_run(
     backend: Backend,
     samples: usize,
     progress: &mut dyn FnMut(usize, f64),
-) -> Result<Phi4FlowRun, String> {
+) -> Result<Phi4FlowRun, RunError> {
     let config = RunConfig {
         target: Target::Phi4(*model),
         flow: design.flow_for(model),
@@ -37,7 +38,7 @@ pub fn flow_run(
         precision,
         eval_samples: samples,
     };
-    let outcome = train_with(&config, trainer(&config, backend)?, progress)?;
+    let outcome = train_with(&config, trainer(&config, backend)?, progress);
     let mut rng = Rng::seeded(config.settings.seed.wrapping_add(0x0e57_1a7e));
     let estimates = estimate_with_flow(outcome.model.as_flow(), model, samples, &mut rng)?;
     Ok(Phi4FlowRun { outcome, estimates })

@@ -2,6 +2,7 @@
 //! grey-scale image, pixels drawn with probability proportional to their
 //! intensity and jittered within the pixel, placed on the plot square.
 
+use super::TargetError;
 use crate::rng::Rng;
 
 /// Half-width of the square the image's longer side spans.
@@ -11,9 +12,8 @@ const EXTENT: f64 = 3.5;
 const MAX_SIDE: u32 = 512;
 
 /// An image's size and grey levels in [0, 1], row-major from the top-left.
-fn decode_grey(bytes: &[u8]) -> Result<(usize, usize, Vec<f64>), String> {
-    let img =
-        image::load_from_memory(bytes).map_err(|e| format!("not a PNG or JPEG image: {e}"))?;
+fn decode_grey(bytes: &[u8]) -> Result<(usize, usize, Vec<f64>), TargetError> {
+    let img = image::load_from_memory(bytes).map_err(|e| TargetError::NotAnImage(e.to_string()))?;
     // a density needs no more detail than this (a photo would cost memory)
     let img = if img.width().max(img.height()) > MAX_SIDE {
         img.thumbnail(MAX_SIDE, MAX_SIDE)
@@ -39,7 +39,7 @@ pub struct ImageDensity {
 impl ImageDensity {
     /// Decodes PNG or JPEG bytes. `invert` uses darkness instead of brightness
     /// (for drawings in black on white).
-    pub fn from_bytes(bytes: &[u8], invert: bool) -> Result<Self, String> {
+    pub fn from_bytes(bytes: &[u8], invert: bool) -> Result<Self, TargetError> {
         let (w, h, grey) = decode_grey(bytes)?;
         let weights: Vec<f64> = grey
             .iter()
@@ -51,7 +51,7 @@ impl ImageDensity {
     /// Decodes PNG or JPEG bytes, taking the ink to be whatever is rarer:
     /// darkness on a mostly light image (a drawing, a logo), else brightness.
     /// Also says whether it inverted.
-    pub fn from_bytes_auto(bytes: &[u8]) -> Result<(Self, bool), String> {
+    pub fn from_bytes_auto(bytes: &[u8]) -> Result<(Self, bool), TargetError> {
         let (_, _, grey) = decode_grey(bytes)?;
         let mean = grey.iter().sum::<f64>() / grey.len().max(1) as f64;
         let invert = mean > 0.5;
@@ -59,16 +59,16 @@ impl ImageDensity {
     }
 
     /// A density from non-negative pixel weights (row-major, top row first).
-    pub fn from_weights(width: usize, height: usize, weights: &[f64]) -> Result<Self, String> {
+    pub fn from_weights(width: usize, height: usize, weights: &[f64]) -> Result<Self, TargetError> {
         if width == 0 || height == 0 || weights.len() != width * height {
-            return Err("the image is empty".into());
+            return Err(TargetError::EmptyImage);
         }
         if weights.iter().any(|w| !w.is_finite() || *w < 0.0) {
-            return Err("pixel weights must be finite and non-negative".into());
+            return Err(TargetError::BadWeights);
         }
         let total: f64 = weights.iter().sum();
         if total <= 0.0 {
-            return Err("the image has no bright pixels: there is no mass to sample".into());
+            return Err(TargetError::NoMass);
         }
         let mut acc = 0.0;
         let cdf = weights

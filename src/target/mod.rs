@@ -2,10 +2,12 @@
 //! (reverse KL), and images as densities (docs/mathematics.md, section 7).
 
 pub mod energy;
+pub mod error;
 pub mod image;
 pub mod phi4;
 pub mod toy;
 
+pub use error::TargetError;
 pub use image::ImageDensity;
 
 use crate::rng::Rng;
@@ -67,7 +69,7 @@ impl Target {
 
     /// A built-in target by name (images come from [`Target::Image`]); phi^4
     /// as `phi4:L=8,m2=-4,lambda=8` (or `kappa=..,lambda_h=..`).
-    pub fn parse(name: &str) -> Result<Target, String> {
+    pub fn parse(name: &str) -> Result<Target, TargetError> {
         if let Some(spec) = name.strip_prefix("phi4") {
             return parse_phi4(spec.trim_start_matches(':')).map(Target::Phi4);
         }
@@ -89,10 +91,10 @@ impl Target {
             "circular-gmm" => Target::CircularGmm,
             "ring-mixture" => Target::RingMixture { rings: 2 },
             _ => {
-                return Err(format!(
-                    "unknown target '{name}' (expected one of: {}, or image:PATH)",
-                    Target::NAMES.join(", ")
-                ));
+                return Err(TargetError::Unknown {
+                    name: name.to_string(),
+                    expected: Target::NAMES.join(", "),
+                });
             }
         })
     }
@@ -273,32 +275,33 @@ impl Target {
 }
 
 /// `L=8,m2=-4,lambda=8` or `L=8,kappa=0.3,lambda_h=0.02` (L defaults to 8).
-fn parse_phi4(spec: &str) -> Result<phi4::Phi4, String> {
+fn parse_phi4(spec: &str) -> Result<phi4::Phi4, TargetError> {
+    let wrong = |what: String| TargetError::Phi4Spec(what);
     let mut size = 8usize;
     let (mut m2, mut lambda, mut kappa, mut lambda_h) = (None, None, None, None);
     for pair in spec.split(',').filter(|p| !p.is_empty()) {
         let (key, value) = pair
             .split_once('=')
-            .ok_or_else(|| format!("phi4: expected key=value, got '{pair}'"))?;
+            .ok_or_else(|| wrong(format!("expected key=value, got '{pair}'")))?;
         let number = || {
             value
                 .parse::<f64>()
-                .map_err(|_| format!("phi4: {key} must be a number, got '{value}'"))
+                .map_err(|_| wrong(format!("{key} must be a number, got '{value}'")))
         };
         match key {
             "L" => {
                 size = value
                     .parse()
-                    .map_err(|_| format!("phi4: L must be a whole number, got '{value}'"))?
+                    .map_err(|_| wrong(format!("L must be a whole number, got '{value}'")))?
             }
             "m2" => m2 = Some(number()?),
             "lambda" => lambda = Some(number()?),
             "kappa" => kappa = Some(number()?),
             "lambda_h" => lambda_h = Some(number()?),
             other => {
-                return Err(format!(
-                    "phi4: unknown setting '{other}' (expected L, m2, lambda, kappa, lambda_h)"
-                ));
+                return Err(wrong(format!(
+                    "unknown setting '{other}' (expected L, m2, lambda, kappa, lambda_h)"
+                )));
             }
         }
     }
@@ -308,10 +311,11 @@ fn parse_phi4(spec: &str) -> Result<phi4::Phi4, String> {
             lambda: lambda.unwrap_or(8.0),
         },
         _ if m2.is_some() || lambda.is_some() => {
-            return Err("phi4: give m2/lambda or kappa/lambda_h, not both".into());
+            return Err(wrong("give m2/lambda or kappa/lambda_h, not both".into()));
         }
         (k, l) => {
-            phi4::Couplings::from_hopping(k.ok_or("phi4: kappa is missing")?, l.unwrap_or(0.0))?
+            let kappa = k.ok_or_else(|| wrong("kappa is missing".into()))?;
+            phi4::Couplings::from_hopping(kappa, l.unwrap_or(0.0))?
         }
     };
     phi4::Phi4::new(size, couplings)

@@ -7,6 +7,8 @@
 //! or the hopping one (kappa, lambda_h) for the field `psi = phi / sqrt(kappa)`,
 //! with the conversion both ways. Sites are numbered row-major: `x = row * L + col`.
 
+use super::TargetError;
+
 /// The couplings in the standard convention.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Couplings {
@@ -20,12 +22,10 @@ const DIM: f64 = 2.0;
 impl Couplings {
     /// From the hopping convention: `m^2 = (1 - 2 lambda_h) / kappa - 2d`,
     /// `lambda = lambda_h / kappa^2`.
-    pub fn from_hopping(kappa: f64, lambda_h: f64) -> Result<Self, String> {
+    pub fn from_hopping(kappa: f64, lambda_h: f64) -> Result<Self, TargetError> {
         let valid = kappa > 0.0 && kappa.is_finite() && lambda_h >= 0.0 && lambda_h.is_finite();
         if !valid {
-            return Err(format!(
-                "the hopping couplings need kappa > 0 and lambda_h >= 0 (got kappa {kappa}, lambda_h {lambda_h})"
-            ));
+            return Err(TargetError::Hopping { kappa, lambda_h });
         }
         Ok(Self {
             m2: (1.0 - 2.0 * lambda_h) / kappa - 2.0 * DIM,
@@ -47,15 +47,15 @@ impl Couplings {
     }
 
     /// Whether the action is bounded below (a normalizable target).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), TargetError> {
         if !(self.m2.is_finite() && self.lambda.is_finite()) {
-            return Err("the couplings must be finite".into());
+            return Err(TargetError::NonFiniteCouplings);
         }
         if self.lambda < 0.0 || (self.lambda == 0.0 && self.m2 <= 0.0) {
-            return Err(format!(
-                "the action is unbounded below (m^2 {}, lambda {}): lambda must be positive, or m^2 positive when lambda is 0",
-                self.m2, self.lambda
-            ));
+            return Err(TargetError::Unbounded {
+                m2: self.m2,
+                lambda: self.lambda,
+            });
         }
         Ok(())
     }
@@ -70,11 +70,9 @@ pub struct Phi4 {
 }
 
 impl Phi4 {
-    pub fn new(size: usize, couplings: Couplings) -> Result<Self, String> {
+    pub fn new(size: usize, couplings: Couplings) -> Result<Self, TargetError> {
         if size < 2 {
-            return Err(format!(
-                "the lattice needs at least 2 sites a side (got {size})"
-            ));
+            return Err(TargetError::LatticeTooSmall(size));
         }
         couplings.validate()?;
         Ok(Self { size, couplings })

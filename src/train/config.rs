@@ -2,7 +2,8 @@
 //! its initial model and CPU trainer, and the loop that trains for a number of
 //! steps with progress reports ([`train_with`]).
 
-use super::{CpuTrainer, TrainError, TrainSettings, Trainer};
+use super::{CpuTrainer, SetupError, TrainError, TrainSettings, Trainer};
+use crate::flow::FlowError;
 use crate::flow::{FlowConfig, FlowModel};
 use crate::rng::Rng;
 use crate::target::Target;
@@ -41,7 +42,7 @@ pub struct RunOutcome {
 }
 
 /// The initial model of a run (seeded by the run's seed).
-pub fn initial_model(config: &RunConfig) -> Result<FlowModel<f64>, String> {
+pub fn initial_model(config: &RunConfig) -> Result<FlowModel<f64>, FlowError> {
     let mut rng = Rng::seeded(config.settings.seed);
     config.flow.build(config.target.dim(), &mut rng)
 }
@@ -50,12 +51,12 @@ pub fn initial_model(config: &RunConfig) -> Result<FlowModel<f64>, String> {
 pub fn train(
     config: &RunConfig,
     progress: &mut dyn FnMut(usize, f64),
-) -> Result<RunOutcome, String> {
-    train_with(config, cpu_trainer(config)?, progress)
+) -> Result<RunOutcome, SetupError> {
+    Ok(train_with(config, cpu_trainer(config)?, progress))
 }
 
 /// The CPU trainer of a run, in its precision.
-pub fn cpu_trainer(config: &RunConfig) -> Result<Box<dyn Trainer>, String> {
+pub fn cpu_trainer(config: &RunConfig) -> Result<Box<dyn Trainer>, SetupError> {
     let model = initial_model(config)?;
     // The Z2-equivariant radial flow keeps its centre at the origin.
     let frozen = if config.flow.fixed_centre() {
@@ -84,7 +85,7 @@ pub fn train_with(
     config: &RunConfig,
     mut trainer: Box<dyn Trainer>,
     progress: &mut dyn FnMut(usize, f64),
-) -> Result<RunOutcome, String> {
+) -> RunOutcome {
     let loss_every = (config.steps / 500).max(1);
     let mut losses = Vec::new();
     let mut final_loss = f64::NAN;
@@ -105,7 +106,7 @@ pub fn train_with(
             }
         }
     }
-    Ok(RunOutcome {
+    RunOutcome {
         model: trainer.model(),
         steps: trainer.steps_done(),
         seconds: start.elapsed().as_secs_f64(),
@@ -114,5 +115,5 @@ pub fn train_with(
         loss_every,
         stopped,
         backend: trainer.backend(),
-    })
+    }
 }

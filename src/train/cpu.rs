@@ -2,7 +2,7 @@
 //! gradient by the flows' reverse mode, summed, then Adam.
 
 use super::adam::Adam;
-use super::objective::{Loss, TrainError, TrainSettings, Trainer};
+use super::objective::{Loss, SetupError, TrainError, TrainSettings, Trainer};
 use crate::flow::{Flow, FlowModel};
 use crate::real::Real;
 use crate::rng::Rng;
@@ -26,40 +26,32 @@ impl<T: Real> CpuTrainer<T> {
         model: FlowModel<f64>,
         target: Target,
         settings: TrainSettings,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SetupError> {
         if settings.batch == 0 {
-            return Err("batch size must be at least 1".into());
+            return Err(SetupError::EmptyBatch);
         }
         let lr_in_precision = T::c(settings.learning_rate);
         if !(settings.learning_rate > 0.0
             && lr_in_precision.is_finite()
             && lr_in_precision > T::zero())
         {
-            return Err(format!(
-                "learning rate must be positive and finite in {}, got {}",
-                if T::IS_F32 { "f32" } else { "f64" },
-                settings.learning_rate
-            ));
+            return Err(SetupError::LearningRate {
+                precision: if T::IS_F32 { "f32" } else { "f64" },
+                value: settings.learning_rate,
+            });
         }
         if model.as_flow().dim() != target.dim() {
-            return Err(format!(
-                "the flow is {}D but target '{}' is {}D",
-                model.as_flow().dim(),
-                target.name(),
-                target.dim()
-            ));
+            return Err(SetupError::Dimension {
+                flow: model.as_flow().dim(),
+                target: target.name(),
+                target_dim: target.dim(),
+            });
         }
         if settings.loss == Loss::ForwardKl && target.kind() != TargetKind::Samples {
-            return Err(format!(
-                "target '{}' has no sampler: train it by reverse KL",
-                target.name()
-            ));
+            return Err(SetupError::NoSampler(target.name()));
         }
         if settings.loss == Loss::ReverseKl && !target.has_density_gradient() {
-            return Err(format!(
-                "target '{}' has no differentiable density: train it by forward KL",
-                target.name()
-            ));
+            return Err(SetupError::NoDensityGradient(target.name()));
         }
         let n = model.as_flow().n_params();
         Ok(Self {
@@ -217,12 +209,12 @@ impl<T: Real> Trainer for CpuTrainer<T> {
         self.model.cast()
     }
 
-    fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+    fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), SetupError> {
         let new: FlowModel<T> = model.cast();
         if new.as_flow().n_params() != self.model.as_flow().n_params()
             || new.as_flow().dim() != self.model.as_flow().dim()
         {
-            return Err("the new model has a different structure".into());
+            return Err(SetupError::DifferentStructure);
         }
         self.model = new;
         Ok(())

@@ -9,4 +9,4 @@ pub mod objective;
 
 pub use adam::Adam;
 pub use cpu::CpuTrainer;
-pub use objective::{Loss, TrainError, TrainSettings, Trainer, default_threads};
+pub use objective::{Loss, SetupError, TrainError, TrainSettings, Trainer, default_threads};

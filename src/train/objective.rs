@@ -32,24 +32,57 @@ impl Loss {
 }
 
 /// Why training stopped.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum TrainError {
     /// The loss or a gradient was NaN or infinite; the parameters were left as
     /// they were before the step.
+    #[error(
+        "training diverged at step {step}: the loss or its gradient is not finite (try a smaller learning rate); the last good parameters are kept"
+    )]
     NonFinite { step: usize },
     /// The backend failed (e.g. the GPU device was lost); the last good state is kept.
+    #[error("training stopped: {0}")]
     Backend(String),
 }
 
-impl std::fmt::Display for TrainError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            TrainError::NonFinite { step } => write!(
-                f,
-                "training diverged at step {step}: the loss or its gradient is not finite (try a smaller learning rate); the last good parameters are kept"
-            ),
-            TrainError::Backend(reason) => write!(f, "training stopped: {reason}"),
-        }
+/// Why a trainer cannot be set up, or take a model: the settings, the flow
+/// and the target do not fit together.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SetupError {
+    #[error("batch size must be at least 1")]
+    EmptyBatch,
+    #[error("learning rate must be positive and finite in {precision}, got {value}")]
+    LearningRate { precision: &'static str, value: f64 },
+    #[error("the flow is {flow}D but target '{target}' is {target_dim}D")]
+    Dimension {
+        flow: usize,
+        target: &'static str,
+        target_dim: usize,
+    },
+    #[error("target '{0}' has no sampler: train it by reverse KL")]
+    NoSampler(&'static str),
+    #[error("target '{0}' has no differentiable density: train it by forward KL")]
+    NoDensityGradient(&'static str),
+    #[error("the new model has a different structure")]
+    DifferentStructure,
+    #[error(transparent)]
+    Flow(#[from] crate::flow::FlowError),
+    /// A backend's own refusal (the GPU kernels' limits), with its reason.
+    #[error("{0}")]
+    Backend(String),
+}
+
+/// The message, where errors meet a person (the command line, the page).
+impl From<SetupError> for String {
+    fn from(e: SetupError) -> String {
+        e.to_string()
+    }
+}
+
+/// The message, where errors meet a person (the command line, the page).
+impl From<TrainError> for String {
+    fn from(e: TrainError) -> String {
+        e.to_string()
     }
 }
 
@@ -62,7 +95,7 @@ pub trait Trainer {
     /// The current model, in float64.
     fn model(&self) -> FlowModel<f64>;
     /// Replaces the parameters (e.g. edited by hand), keeping the optimizer state.
-    fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String>;
+    fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), SetupError>;
     fn set_learning_rate(&mut self, lr: f64);
     /// Human-readable backend, e.g. "CPU (2 threads, f32)".
     fn backend(&self) -> String;

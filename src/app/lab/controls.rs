@@ -157,7 +157,7 @@ impl Phi4Lab {
     }
 
     fn device_ui(&mut self, ui: &mut egui::Ui) {
-        if let Some(gpu) = self.gpu.context().filter(|g| g.lost().is_none()) {
+        if let Some(gpu) = self.devices.context().filter(|g| g.lost().is_none()) {
             ui.checkbox(&mut self.prefer_gpu, "train on the GPU")
                 .on_hover_text("Applied by Reset and Compare.");
             if gpu.software {

@@ -16,7 +16,7 @@ pub mod run;
 pub mod settings;
 pub mod views;
 
-use super::gpu_status::SharedGpu;
+use super::devices::Devices;
 use super::host::{CpuReason, GpuOffer, HostSpec};
 use crate::bijection::Family;
 use crate::gpu::GpuContext;
@@ -28,7 +28,7 @@ use crate::rng::Rng;
 use crate::target::Target;
 use crate::target::phi4::Phi4;
 use crate::train::config::{Precision, RunConfig, initial_model};
-use crate::train::{Loss, TrainSettings, default_threads};
+use crate::train::{Loss, TrainSettings};
 use eframe::egui::{self, Color32};
 use run::{LabRun, SampleJob};
 use settings::LabSettings;
@@ -74,7 +74,7 @@ pub struct Phi4Lab {
     /// why the last reset failed, or what its link had that was ignored
     pub message: Option<String>,
     /// the page's GPU
-    gpu: SharedGpu,
+    devices: Devices,
     /// the GPU the runs were offered when they started
     offered: Option<GpuContext>,
     /// whether new runs train on the GPU when there is one (not at first on a
@@ -89,8 +89,8 @@ pub struct Phi4Lab {
 impl Phi4Lab {
     /// The lab for `settings`: one run, paused at step 0, and its HMC
     /// reference; runs train on the page's GPU where it has one.
-    pub fn new(settings: LabSettings, gpu: SharedGpu) -> Self {
-        let prefer_gpu = gpu.context().is_none_or(|g| !g.software);
+    pub fn new(settings: LabSettings, devices: Devices) -> Self {
+        let prefer_gpu = devices.context().is_none_or(|g| !g.software);
         let mut lab = Self {
             settings,
             model: None,
@@ -98,8 +98,8 @@ impl Phi4Lab {
             reference: None,
             running: false,
             message: None,
-            offered: gpu.context(),
-            gpu,
+            offered: devices.context(),
+            devices,
             prefer_gpu,
             designs: Vec::new(),
             rng: Rng::seeded(7),
@@ -110,7 +110,7 @@ impl Phi4Lab {
 
     /// The GPU a new run is offered, or why none.
     fn offer(&self) -> GpuOffer {
-        match self.gpu.context().filter(|g| g.lost().is_none()) {
+        match self.devices.context().filter(|g| g.lost().is_none()) {
             Some(g) if self.prefer_gpu => Ok(g),
             Some(g) if g.software => Err(CpuReason::SoftwareAdapter),
             Some(_) => Err(CpuReason::Chosen),
@@ -177,7 +177,7 @@ impl Phi4Lab {
                 self.model = Some(model);
                 self.runs = runs;
                 self.message = None;
-                self.offered = self.gpu.context();
+                self.offered = self.devices.context();
                 for k in 0..self.runs.len() {
                     self.measure_on_cpu(k);
                 }
@@ -197,7 +197,7 @@ impl Phi4Lab {
                 learning_rate: s.learning_rate,
                 seed: s.seed,
                 loss: Loss::ReverseKl,
-                threads: default_threads(),
+                threads: self.devices.cpu_threads,
             },
             precision: Precision::F32,
             eval_samples: MEASURE_SAMPLES,
@@ -316,7 +316,7 @@ impl Phi4Lab {
                 run.positive.push((step, e.positive_fraction));
                 run.estimates = Some(e);
             }
-            Err(e) => run.stopped = Some(e),
+            Err(e) => run.stopped = Some(e.to_string()),
         }
         run.fields = fields
             .chunks(model.volume())
@@ -329,7 +329,7 @@ impl Phi4Lab {
     /// browser answers late, often after a link's lab has started) starts
     /// the runs again there if they are still in their first steps.
     pub fn adopt_gpu(&mut self) {
-        let gpu = self.gpu.context().filter(|g| g.lost().is_none());
+        let gpu = self.devices.context().filter(|g| g.lost().is_none());
         let found = gpu.is_some() && self.offered.is_none();
         if !found {
             return;

@@ -102,13 +102,13 @@ impl LabSettings {
 
     /// The couplings, checked (an action unbounded below is refused).
     pub fn model(&self) -> Result<Phi4, String> {
-        Phi4::new(
+        Ok(Phi4::new(
             self.size,
             Couplings {
                 m2: self.m2,
                 lambda: self.lambda,
             },
-        )
+        )?)
     }
 
     /// The design these settings describe, page-sized: 4 coupling layers of

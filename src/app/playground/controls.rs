@@ -236,7 +236,7 @@ impl Playground {
         if let Some(session) = &self.session {
             ui.label(format!("parameters: {}", session.n_params))
                 .on_hover_text("Trainable numbers in the flow.");
-            let fallback = !session.on_gpu() && self.gpu.unavailable();
+            let fallback = !session.on_gpu() && self.devices.unavailable();
             let device = if fallback {
                 session.device().replacen("CPU", "CPU fallback", 1)
             } else {
@@ -250,14 +250,14 @@ impl Playground {
             ui.label(backend).on_hover_text(
                 "Where training runs: the GPU through WebGPU (natively Vulkan), or the CPU.",
             );
-            if let Some(note) = self.gpu.note().filter(|_| !session.on_gpu()) {
+            if let Some(note) = self.devices.note().filter(|_| !session.on_gpu()) {
                 short_note_ui(ui, note);
             }
-            let movable = self.gpu.context().is_some()
+            let movable = self.devices.context().is_some()
                 && self.prefer_gpu
                 && !session.on_gpu()
                 && !matches!(session.cpu_reason(), Some(CpuReason::Unsupported(_)));
-            look_again = self.gpu.unavailable()
+            look_again = self.devices.unavailable()
                 && ui
                     .button("Look for a GPU again")
                     .on_hover_text("Asks the browser (or the driver) for a GPU once more.")
@@ -268,16 +268,21 @@ impl Playground {
                     .button("Move this run to the GPU")
                     .on_hover_text("Continues this run on the GPU from its current model (the optimizer's moments start afresh).")
                     .clicked();
+            // the frame rate means something while training; paused, the page
+            // redraws only when something changes
+            let fps = match session.status {
+                Status::Running => format!(" | {:.0} fps", self.frames_per_second),
+                _ => String::new(),
+            };
             ui.label(format!(
-                "step {} | {:.0} steps/s | {:.0} fps",
+                "step {} | {:.0} steps/s{fps}",
                 session.steps_done(),
                 session.steps_per_second,
-                self.frames_per_second
             ))
-            .on_hover_text("Training steps so far, training speed, and the page's frame rate.");
+            .on_hover_text("Training steps so far, training speed, and (while training) the page's frame rate.");
         }
         if look_again {
-            self.gpu.find();
+            self.devices.find();
         }
         if move_here {
             self.move_run(true);

@@ -19,8 +19,8 @@ pub mod session;
 pub mod settings;
 pub mod views;
 
+use super::devices::Devices;
 use super::files::UploadSlot;
-use super::gpu_status::SharedGpu;
 use super::host::CpuReason;
 use crate::flow::FlowModel;
 use crate::target::Target;
@@ -60,7 +60,7 @@ pub struct Playground {
     views: Views,
     windows: Windows,
     /// the page's GPU
-    gpu: SharedGpu,
+    devices: Devices,
     /// train on the GPU when there is one (the user may choose the CPU)
     prefer_gpu: bool,
     /// the page's frame rate, for the readout
@@ -68,9 +68,9 @@ pub struct Playground {
 }
 
 impl Playground {
-    /// The playground for `settings`, paused at step 0, training on `gpu`
-    /// once it is found.
-    pub fn new(settings: Settings, gpu: SharedGpu) -> Self {
+    /// The playground for `settings`, paused at step 0, training on the
+    /// GPU of `devices` once it is found.
+    pub fn new(settings: Settings, devices: Devices) -> Self {
         let mut playground = Self {
             settings,
             session: None,
@@ -82,7 +82,7 @@ impl Playground {
             upload: UploadSlot::default(),
             views: Views::default(),
             windows: Windows::default(),
-            gpu,
+            devices,
             prefer_gpu: true,
             frames_per_second: 0.0,
         };
@@ -100,6 +100,12 @@ impl Playground {
         &self.settings
     }
 
+    /// Trains the next runs on `devices` (the first run starts again on them).
+    pub fn set_devices(&mut self, devices: Devices) {
+        self.devices = devices;
+        self.reset();
+    }
+
     /// Shows `message` as a warning (e.g. what a link had that was ignored).
     pub fn warn(&mut self, message: String) {
         self.message = Some(message);
@@ -115,10 +121,12 @@ impl Playground {
             },
             model: self.imported.take(),
         };
+        let offer = self.devices.offer(self.prefer_gpu);
         match Session::new(
             self.settings.clone(),
             start,
-            self.gpu.offer(self.prefer_gpu),
+            offer,
+            self.devices.cpu_threads,
         ) {
             Ok(session) => {
                 self.session = Some(session);
@@ -188,7 +196,7 @@ impl Playground {
     /// Moves a CPU run that has not started onto a GPU that has just been found.
     fn adopt_gpu(&mut self) {
         if let Some(session) = &self.session
-            && self.gpu.context().is_some()
+            && self.devices.context().is_some()
             && self.prefer_gpu
             && session.steps_done() == 0
             && session.cpu_reason() == Some(&CpuReason::NoGpu)
@@ -202,7 +210,7 @@ impl Playground {
         let Some(session) = &mut self.session else {
             return;
         };
-        match session.move_to(self.gpu.offer(to_gpu)) {
+        match session.move_to(self.devices.offer(to_gpu)) {
             Ok(()) => {
                 self.notice = Some(format!(
                     "The run continues on {} from step {}.",
@@ -221,7 +229,8 @@ impl Playground {
         let Some(why) = self.session.as_ref().and_then(Session::gpu_lost) else {
             return;
         };
-        self.gpu.lose(format!("the GPU device was lost ({why})"));
+        self.devices
+            .lose(format!("the GPU device was lost ({why})"));
         let offer = Err(CpuReason::Lost(why.clone()));
         match self.session.as_mut().map(|s| s.move_to(offer)) {
             Some(Ok(())) => {

@@ -9,6 +9,7 @@ use crate::flow::{Flow, FlowModel, grid};
 use crate::gpu::GpuTrainer;
 use crate::rng::Rng;
 use crate::stats::log_normal;
+use glam::{DVec2, Vec2, vec2};
 
 /// The square of data space the views show.
 pub const VIEW: (f64, f64) = (-4.0, 4.0);
@@ -21,14 +22,14 @@ pub struct Picture {
     /// log q on an n x n grid over [`VIEW`], row 0 at the top
     pub log_q: Vec<f32>,
     pub n: usize,
-    /// model samples (x, y)
-    pub samples: Vec<[f32; 2]>,
+    /// model samples
+    pub samples: Vec<Vec2>,
     /// the deformed grid: per line, points and log |det dx/dz| at each
-    pub lines: Vec<Vec<([f32; 2], f32)>>,
+    pub lines: Vec<Vec<(Vec2, f32)>>,
     /// the radial centre, if the flow has one
-    pub center: Option<[f32; 2]>,
+    pub center: Option<Vec2>,
     /// the radial flow's scales exp(log_scale): its unit ellipse
-    pub scale: Option<[f32; 2]>,
+    pub scale: Option<Vec2>,
     /// the model drawn, and its step
     pub model: Option<(usize, FlowModel<f64>)>,
 }
@@ -58,7 +59,7 @@ pub fn cpu_picture(model: FlowModel<f64>, step: usize, rng: &mut Rng) -> Picture
     let latent = latent_samples(rng);
     let samples = push(flow, &latent)
         .chunks(3)
-        .map(|p| [p[0], p[1]])
+        .map(|p| vec2(p[0], p[1]))
         .collect();
     let geometry = radial_geometry(&model);
     let (lines, center) = grid_lines(geometry);
@@ -108,7 +109,7 @@ impl GpuJob for PictureJob {
         let points: Vec<f32> = grid_points(n).into_iter().map(|v| v as f32).collect();
         let log_q = trainer.log_q_async(&points).await?;
         let pushed = trainer.x_from_z_async(&self.latent).await?;
-        let samples = pushed.chunks(3).map(|p| [p[0], p[1]]).collect();
+        let samples = pushed.chunks(3).map(|p| vec2(p[0], p[1])).collect();
         // the polar grid follows a radial flow's (trained) centre
         let model = trainer.model_async().await;
         let geometry = radial_geometry(&model);
@@ -128,48 +129,43 @@ impl GpuJob for PictureJob {
 }
 
 /// A radial flow's centre and log-scales (2D), which its polar grid follows.
-fn radial_geometry(model: &FlowModel<f64>) -> Option<([f64; 2], [f64; 2])> {
+fn radial_geometry(model: &FlowModel<f64>) -> Option<(DVec2, DVec2)> {
     match model {
         FlowModel::Radial(r) => Some((
-            [r.center()[0], r.center()[1]],
-            [r.log_scale()[0], r.log_scale()[1]],
+            DVec2::from_slice(&r.center()[..2]),
+            DVec2::from_slice(&r.log_scale()[..2]),
         )),
         _ => None,
     }
 }
 
 /// A radial flow's scales exp(log_scale).
-fn scales(geometry: Option<([f64; 2], [f64; 2])>) -> Option<[f32; 2]> {
-    geometry.map(|(_, s)| [s[0].exp() as f32, s[1].exp() as f32])
+fn scales(geometry: Option<(DVec2, DVec2)>) -> Option<Vec2> {
+    geometry.map(|(_, log_scale)| log_scale.exp().as_vec2())
 }
 
 /// The deformed grid in latent space: polar around a radial flow's centre,
 /// else Cartesian; and the centre to mark.
-fn grid_lines(radial: Option<([f64; 2], [f64; 2])>) -> (grid::Polylines, Option<[f32; 2]>) {
+fn grid_lines(radial: Option<(DVec2, DVec2)>) -> (grid::Polylines, Option<Vec2>) {
     match radial {
         Some((c, s)) => {
             let radii: Vec<f64> = (1..=8).map(|k| 0.4 * k as f64).collect();
-            (
-                grid::polar(c, s, &radii, 16, 96),
-                Some([c[0] as f32, c[1] as f32]),
-            )
+            let lines = grid::polar(c.to_array(), s.to_array(), &radii, 16, 96);
+            (lines, Some(c.as_vec2()))
         }
         None => (grid::cartesian(-3.0, 3.0, 13, 64), None),
     }
 }
 
 /// Pushed grid points (x, y, log det per point) cut into the grid's lines.
-fn cut_lines(lines: &grid::Polylines, pushed: &[f32]) -> Vec<Vec<([f32; 2], f32)>> {
+fn cut_lines(lines: &grid::Polylines, pushed: &[f32]) -> Vec<Vec<(Vec2, f32)>> {
     lines
         .lines
         .iter()
         .map(|range| {
             range
                 .clone()
-                .map(|i| {
-                    let p = &pushed[i * 3..];
-                    ([p[0], p[1]], p[2])
-                })
+                .map(|i| (vec2(pushed[3 * i], pushed[3 * i + 1]), pushed[3 * i + 2]))
                 .collect()
         })
         .collect()

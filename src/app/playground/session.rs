@@ -9,7 +9,7 @@ use crate::flow::FlowModel;
 use crate::rng::Rng;
 use crate::target::{Target, TargetKind};
 use crate::train::metrics::{self, grid_kl};
-use crate::train::{Loss, TrainSettings, default_threads};
+use crate::train::{Loss, TrainSettings};
 use web_time::{Duration, Instant};
 
 /// Whether the session trains on its own each frame.
@@ -56,6 +56,8 @@ pub struct Session {
     pub settings: Settings,
     pub target: Target,
     host: TrainerHost<PictureJob>,
+    /// CPU threads the run trains with there
+    threads: usize,
     /// the views want a redraw (on the GPU: with the next task)
     picture_wanted: bool,
     /// when the views were last recomputed
@@ -68,7 +70,7 @@ pub struct Session {
     /// counts picture updates (the app redraws its texture when it changes)
     pub picture_version: u64,
     /// target samples (sample targets) or its density grid (energy targets)
-    pub target_samples: Vec<[f32; 2]>,
+    pub target_samples: Vec<glam::Vec2>,
     pub target_log_density: Vec<f32>,
     rng: Rng,
     /// steps per second over the last frames
@@ -86,20 +88,25 @@ pub struct Session {
 }
 
 /// How a run of `settings` on `target` trains.
-fn train_settings(settings: &Settings, target: &Target) -> TrainSettings {
+fn train_settings(settings: &Settings, target: &Target, threads: usize) -> TrainSettings {
     TrainSettings {
         batch: settings.batch,
         learning_rate: settings.learning_rate,
         seed: settings.seed,
         loss: loss_for(target, settings.reverse_kl),
-        threads: default_threads(),
+        threads,
     }
 }
 
 impl Session {
     /// A run of `settings` from `start`, on the offered GPU where it can train
     /// this flow and target, else on the CPU (with the reason).
-    pub fn new(settings: Settings, start: Start, offer: GpuOffer) -> Result<Self, String> {
+    pub fn new(
+        settings: Settings,
+        start: Start,
+        offer: GpuOffer,
+        threads: usize,
+    ) -> Result<Self, String> {
         let target = match start.target {
             Some(target) => target,
             None => settings.preset_target()?,
@@ -113,7 +120,7 @@ impl Session {
         let spec = HostSpec {
             model,
             target: target.clone(),
-            settings: train_settings(&settings, &target),
+            settings: train_settings(&settings, &target, threads),
             fixed_centre: false,
         };
         let host = TrainerHost::new(spec, offer)?;
@@ -121,6 +128,7 @@ impl Session {
             settings,
             target,
             host,
+            threads,
             picture_wanted: true,
             last_picture: Instant::now(),
             losses: Vec::new(),
@@ -252,7 +260,7 @@ impl Session {
         let spec = HostSpec {
             model,
             target: self.target.clone(),
-            settings: train_settings(&self.settings, &self.target),
+            settings: train_settings(&self.settings, &self.target, self.threads),
             fixed_centre: false,
         };
         self.host = self.host.moved(spec, step, offer)?;
@@ -313,7 +321,10 @@ impl Session {
         match self.target.kind() {
             TargetKind::Samples => {
                 let xs = self.target.sample(2000, &mut rng).unwrap_or_default();
-                self.target_samples = xs.chunks(2).map(|p| [p[0] as f32, p[1] as f32]).collect();
+                self.target_samples = xs
+                    .chunks(2)
+                    .map(|p| glam::dvec2(p[0], p[1]).as_vec2())
+                    .collect();
             }
             TargetKind::Energy => {
                 let n = 96;

@@ -105,7 +105,7 @@ impl Settings {
     /// held by the page, not the settings).
     pub fn preset_target(&self) -> Result<Target, String> {
         match &self.target {
-            TargetChoice::Preset(name) => Target::parse(name),
+            TargetChoice::Preset(name) => Ok(Target::parse(name)?),
             other => Err(format!("{} is not a built-in target", other.label())),
         }
     }

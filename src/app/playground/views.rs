@@ -5,7 +5,8 @@ use super::Playground;
 use super::picture::{Picture, VIEW};
 use super::session::{Session, Status};
 use crate::app::widgets::colour::{colour, colour_bar_ui, image, normalized};
-use eframe::egui::{self, Color32, Pos2, Rect, RichText, Sense, Shape, Stroke, Vec2};
+use eframe::egui::{self, Color32, Pos2, Rect, RichText, Sense, Shape, Stroke};
+use glam::{Affine2, Vec2, vec2};
 
 pub use crate::app::widgets::colour::Scale;
 
@@ -192,13 +193,19 @@ impl Playground {
     }
 }
 
-/// Maps data space ([`VIEW`] squared) into `rect`, y up.
-pub fn to_screen(rect: Rect, p: [f32; 2]) -> Pos2 {
+/// The map from data space ([`VIEW`] squared) onto `rect`, y up.
+pub fn data_to_screen(rect: Rect) -> Affine2 {
     let (lo, hi) = (VIEW.0 as f32, VIEW.1 as f32);
-    Pos2::new(
-        rect.left() + (p[0] - lo) / (hi - lo) * rect.width(),
-        rect.bottom() - (p[1] - lo) / (hi - lo) * rect.height(),
-    )
+    let scale = vec2(rect.width(), -rect.height()) / (hi - lo);
+    Affine2::from_translation(vec2(rect.left(), rect.bottom()))
+        * Affine2::from_scale(scale)
+        * Affine2::from_translation(Vec2::splat(-lo))
+}
+
+/// A data-space point on the screen.
+fn on_screen(to_screen: &Affine2, p: Vec2) -> Pos2 {
+    let q = to_screen.transform_point2(p);
+    Pos2::new(q.x, q.y)
 }
 
 /// What to draw over the density.
@@ -227,79 +234,96 @@ pub fn model_ui(
             Color32::WHITE,
         );
     }
+    let to_screen = data_to_screen(rect);
     if overlays.grid {
-        for line in &picture.lines {
-            // colour each segment by how much the flow stretches there:
-            // white where |det J| > 1 (mass spreads), dark where it contracts
-            for pair in line.windows(2) {
-                let (a, ld_a) = pair[0];
-                let (b, ld_b) = pair[1];
-                if !(a[0].is_finite() && a[1].is_finite() && b[0].is_finite() && b[1].is_finite()) {
-                    continue;
-                }
-                let t = (0.5 + 0.25 * 0.5 * (ld_a + ld_b)).clamp(0.0, 1.0);
-                let shade = (90.0 + 165.0 * t) as u8;
-                painter.line_segment(
-                    [to_screen(rect, a), to_screen(rect, b)],
-                    Stroke::new(
-                        1.0,
-                        Color32::from_rgba_unmultiplied(shade, shade, shade, 170),
-                    ),
-                );
-            }
-        }
+        grid_ui(&painter, &to_screen, &picture.lines);
     }
     if overlays.samples {
         let shapes = picture
             .samples
             .iter()
-            .filter(|p| p[0].is_finite() && p[1].is_finite())
+            .filter(|p| p.is_finite())
             .map(|&p| {
-                Shape::circle_filled(to_screen(rect, p), 1.3, Color32::from_rgb(255, 120, 60))
+                let at = on_screen(&to_screen, p);
+                Shape::circle_filled(at, 1.3, Color32::from_rgb(255, 120, 60))
             })
             .collect::<Vec<_>>();
         painter.extend(shapes);
     }
+    centre_ui(&painter, &to_screen, picture.center, picture.scale);
+    frame(&painter, rect);
+    rect
+}
+
+/// The deformed grid, each segment shaded by how much the flow stretches
+/// there: white where |det J| > 1 (mass spreads), dark where it contracts.
+fn grid_ui(painter: &egui::Painter, to_screen: &Affine2, lines: &[Vec<(Vec2, f32)>]) {
+    for line in lines {
+        for pair in line.windows(2) {
+            let (a, ld_a) = pair[0];
+            let (b, ld_b) = pair[1];
+            if !(a.is_finite() && b.is_finite()) {
+                continue;
+            }
+            let t = (0.5 + 0.25 * 0.5 * (ld_a + ld_b)).clamp(0.0, 1.0);
+            let shade = (90.0 + 165.0 * t) as u8;
+            painter.line_segment(
+                [on_screen(to_screen, a), on_screen(to_screen, b)],
+                Stroke::new(
+                    1.0,
+                    Color32::from_rgba_unmultiplied(shade, shade, shade, 170),
+                ),
+            );
+        }
+    }
+}
+
+/// A radial flow's centre, and the unit ellipse of its frame (where latent
+/// radius 1 starts) dashed around it.
+fn centre_ui(
+    painter: &egui::Painter,
+    to_screen: &Affine2,
+    centre: Option<Vec2>,
+    scale: Option<Vec2>,
+) {
+    let red = Color32::from_rgb(255, 60, 60);
     // (a dashed line is cut into dashes: never ask for one of unbounded length)
-    let sane = |v: [f32; 2]| v.iter().all(|x| x.is_finite() && x.abs() < 100.0);
-    if let (Some(c), Some(s)) = (picture.center, picture.scale)
+    let sane = |v: Vec2| v.is_finite() && v.abs().max_element() < 100.0;
+    if let (Some(c), Some(s)) = (centre, scale)
         && sane(c)
         && sane(s)
     {
-        // the unit ellipse of the flow's frame: where latent radius 1 starts
         let ellipse: Vec<Pos2> = (0..=64)
             .map(|k| {
                 let t = std::f32::consts::TAU * k as f32 / 64.0;
-                to_screen(rect, [c[0] + s[0] * t.cos(), c[1] + s[1] * t.sin()])
+                on_screen(to_screen, c + s * vec2(t.cos(), t.sin()))
             })
             .collect();
         painter.extend(Shape::dashed_line(
             &ellipse,
-            Stroke::new(1.5, Color32::from_rgb(255, 60, 60)),
+            Stroke::new(1.5, red),
             5.0,
             4.0,
         ));
     }
-    if let Some(c) = picture.center {
-        let p = to_screen(rect, c);
-        painter.circle_stroke(p, 4.0, Stroke::new(2.0, Color32::from_rgb(255, 60, 60)));
+    if let Some(c) = centre {
+        painter.circle_stroke(on_screen(to_screen, c), 4.0, Stroke::new(2.0, red));
     }
-    frame(&painter, rect);
-    rect
 }
 
 /// The target view: its samples, or its density for energy targets.
 pub fn target_ui(
     ui: &mut egui::Ui,
-    samples: &[[f32; 2]],
+    samples: &[Vec2],
     density: Option<&egui::TextureHandle>,
     side: f32,
 ) -> Rect {
     let (rect, painter) = density_canvas(ui, density, side);
     if density.is_none() {
+        let to_screen = data_to_screen(rect);
         let shapes = samples
             .iter()
-            .map(|&p| Shape::circle_filled(to_screen(rect, p), 1.3, colour(0.9)))
+            .map(|&p| Shape::circle_filled(on_screen(&to_screen, p), 1.3, colour(0.9)))
             .collect::<Vec<_>>();
         painter.extend(shapes);
     }
@@ -314,7 +338,7 @@ fn density_canvas(
     texture: Option<&egui::TextureHandle>,
     side: f32,
 ) -> (Rect, egui::Painter) {
-    let (response, painter) = ui.allocate_painter(Vec2::splat(side), Sense::hover());
+    let (response, painter) = ui.allocate_painter(egui::Vec2::splat(side), Sense::hover());
     let rect = response.rect;
     match texture {
         Some(texture) => painter.image(

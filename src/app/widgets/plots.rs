@@ -3,6 +3,38 @@
 
 use eframe::egui::{self, Color32, Pos2, Rect, Sense, Shape, Stroke, Vec2};
 
+/// A running mean over about 1% of the run, which smooths the batch noise.
+pub fn running_mean(losses: &[f32]) -> Vec<f32> {
+    let window = (losses.len() / 100).max(1);
+    let mut smooth = Vec::with_capacity(losses.len());
+    let mut sum = 0.0f64;
+    for (i, &v) in losses.iter().enumerate() {
+        sum += v as f64;
+        if i >= window {
+            sum -= losses[i - window] as f64;
+        }
+        smooth.push((sum / (i + 1).min(window) as f64) as f32);
+    }
+    smooth
+}
+
+/// The range of the smoothed curve after its first 5% of steps, so the early
+/// spike of a fresh model does not flatten the rest (it is clipped).
+fn loss_range(smooth: &[f32]) -> Option<(f32, f32)> {
+    let skip = if smooth.len() >= 40 {
+        smooth.len() / 20
+    } else {
+        0
+    };
+    let (lo, hi) = smooth[skip..]
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
+}
+
 /// The loss curve (every step, a running mean over it) with its range, and
 /// `overlay` (step, value) points on the same axes (the held-out NLL).
 pub fn loss_ui(
@@ -17,102 +49,86 @@ pub fn loss_ui(
     painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
     let text_colour = ui.visuals().text_color();
     let font = egui::FontId::proportional(11.0);
-    if losses.len() < 2 {
-        painter.text(
-            rect.center(),
-            egui::Align2::CENTER_CENTER,
-            "press play to train",
-            font,
-            text_colour,
-        );
+    let smooth = running_mean(losses);
+    let range = loss_range(&smooth).filter(|_| losses.len() >= 2);
+    let Some((lo, hi)) = range else {
+        let empty = if losses.len() < 2 {
+            "press play to train"
+        } else {
+            ""
+        };
+        let at = rect.center();
+        painter.text(at, egui::Align2::CENTER_CENTER, empty, font, text_colour);
         return response;
-    }
-    // running mean over ~1% of the run smooths the batch noise
-    let window = (losses.len() / 100).max(1);
-    let mut smooth = Vec::with_capacity(losses.len());
-    let mut sum = 0.0f64;
-    for (i, &v) in losses.iter().enumerate() {
-        sum += v as f64;
-        if i >= window {
-            sum -= losses[i - window] as f64;
-        }
-        smooth.push((sum / (i + 1).min(window) as f64) as f32);
-    }
-    // the range of the smoothed curve after its first 5% of steps, so the
-    // early spike of a fresh model does not flatten the rest (it is clipped)
-    let skip = if smooth.len() >= 40 {
-        smooth.len() / 20
-    } else {
-        0
     };
-    let (lo, hi) = smooth[skip..]
-        .iter()
-        .filter(|v| v.is_finite())
-        .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
-    if !(lo.is_finite() && hi.is_finite()) {
-        return response;
-    }
-    let span = (hi - lo).max(1e-3);
     let inner = rect.shrink2(Vec2::new(44.0, 10.0));
-    let stride = (losses.len() / 800).max(1);
-    let to_point = |i: usize, v: f32| {
-        Pos2::new(
-            inner.left() + inner.width() * i as f32 / (losses.len() - 1) as f32,
-            inner.bottom() - inner.height() * (v - lo) / span,
-        )
-    };
-    let raw: Vec<Pos2> = (0..losses.len())
-        .step_by(stride)
-        .map(|i| to_point(i, losses[i].clamp(lo - 0.05 * span, hi + 0.05 * span)))
-        .collect();
-    painter.add(Shape::line(
-        raw,
-        Stroke::new(1.0, Color32::from_rgba_unmultiplied(120, 160, 255, 70)),
-    ));
-    let mean: Vec<Pos2> = (0..smooth.len())
-        .step_by(stride)
-        .map(|i| to_point(i, smooth[i].clamp(lo - 0.05 * span, hi + 0.05 * span)))
-        .collect();
-    painter.add(Shape::line(
-        mean,
-        Stroke::new(2.0, Color32::from_rgb(120, 160, 255)),
-    ));
+    let axes = Axes::new(inner, losses.len(), lo, hi);
+    let faint = Color32::from_rgba_unmultiplied(120, 160, 255, 70);
+    painter.add(Shape::line(axes.curve(losses), Stroke::new(1.0, faint)));
+    let blue = Color32::from_rgb(120, 160, 255);
+    painter.add(Shape::line(axes.curve(&smooth), Stroke::new(2.0, blue)));
     let marks: Vec<Pos2> = overlay
         .iter()
         .filter(|(step, v)| *step >= 1 && *step <= losses.len() && v.is_finite())
-        .map(|&(step, v)| {
-            let v = (v as f32).clamp(lo - 0.05 * span, hi + 0.05 * span);
-            to_point(step - 1, v)
-        })
+        .map(|&(step, v)| axes.point(step - 1, v as f32))
         .collect();
-    painter.add(Shape::line(
-        marks,
-        Stroke::new(1.5, Color32::from_rgb(255, 150, 60)),
-    ));
-    painter.text(
-        Pos2::new(rect.left() + 4.0, inner.top()),
-        egui::Align2::LEFT_TOP,
-        format!("{hi:.3}"),
-        font.clone(),
-        text_colour,
-    );
-    painter.text(
-        Pos2::new(rect.left() + 4.0, inner.bottom()),
-        egui::Align2::LEFT_BOTTOM,
-        format!("{lo:.3}"),
-        font.clone(),
-        text_colour,
-    );
-    painter.text(
-        Pos2::new(inner.right(), rect.top() + 2.0),
-        egui::Align2::RIGHT_TOP,
-        format!("{label} | step {}", losses.len()),
-        font,
-        text_colour,
-    );
+    let orange = Color32::from_rgb(255, 150, 60);
+    painter.add(Shape::line(marks, Stroke::new(1.5, orange)));
+    let left = rect.left() + 4.0;
+    let labels = [
+        (
+            Pos2::new(left, inner.top()),
+            egui::Align2::LEFT_TOP,
+            format!("{hi:.3}"),
+        ),
+        (
+            Pos2::new(left, inner.bottom()),
+            egui::Align2::LEFT_BOTTOM,
+            format!("{lo:.3}"),
+        ),
+        (
+            Pos2::new(inner.right(), rect.top() + 2.0),
+            egui::Align2::RIGHT_TOP,
+            format!("{label} | step {}", losses.len()),
+        ),
+    ];
+    for (at, align, text) in labels {
+        painter.text(at, align, text, font.clone(), text_colour);
+    }
     response
+}
+
+/// The loss plot's axes: step `i` of `n` across, values in `lo..hi` up
+/// (clipped a little beyond).
+struct Axes {
+    inner: Rect,
+    n: usize,
+    lo: f32,
+    hi: f32,
+}
+
+impl Axes {
+    fn new(inner: Rect, n: usize, lo: f32, hi: f32) -> Self {
+        Self { inner, n, lo, hi }
+    }
+
+    fn point(&self, i: usize, v: f32) -> Pos2 {
+        let span = (self.hi - self.lo).max(1e-3);
+        let v = v.clamp(self.lo - 0.05 * span, self.hi + 0.05 * span);
+        Pos2::new(
+            self.inner.left() + self.inner.width() * i as f32 / (self.n - 1).max(1) as f32,
+            self.inner.bottom() - self.inner.height() * (v - self.lo) / span,
+        )
+    }
+
+    /// `values` as a polyline, thinned to about 800 points.
+    fn curve(&self, values: &[f32]) -> Vec<Pos2> {
+        let stride = (values.len() / 800).max(1);
+        (0..values.len())
+            .step_by(stride)
+            .map(|i| self.point(i, values[i]))
+            .collect()
+    }
 }
 
 /// A small plot's canvas: its background and `title` at the top left; returns
@@ -227,66 +243,94 @@ pub fn histogram_ui(
     if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) || top <= 0.0 {
         return response;
     }
-    // symmetric about 0, so the two modes sit where they should
-    let reach = lo.abs().max(hi.abs()) * 1.05;
     let inner = Rect::from_min_max(
         rect.min + Vec2::new(10.0, 24.0),
         rect.max - Vec2::new(10.0, 22.0),
     );
-    let to_x = |x: f64| inner.left() + inner.width() * ((x + reach) / (2.0 * reach)) as f32;
-    let to_y = |d: f64| inner.bottom() - inner.height() * (d / top) as f32;
-    if reference.len() >= 2 {
-        let half = 0.5 * (reference[1].0 - reference[0].0);
-        for &(x, d) in reference {
-            painter.rect_filled(
-                Rect::from_min_max(
-                    Pos2::new(to_x(x - half), to_y(d)),
-                    Pos2::new(to_x(x + half), inner.bottom()),
-                ),
-                0.0,
-                Color32::from_gray(150).gamma_multiply(0.6),
-            );
-        }
-    }
+    // symmetric about 0, so the two modes sit where they should
+    let axes = HistogramAxes {
+        inner,
+        reach: lo.abs().max(hi.abs()) * 1.05,
+        top,
+    };
+    axes.bars(&painter, reference);
     for (colour, h) in flows {
         let line: Vec<Pos2> = h
             .iter()
             .filter(|(x, d)| x.is_finite() && d.is_finite())
-            .map(|&(x, d)| Pos2::new(to_x(x), to_y(d)))
+            .map(|&(x, d)| Pos2::new(axes.x(x), axes.y(d)))
             .collect();
         if line.len() >= 2 {
             painter.add(Shape::line(line, Stroke::new(2.0, *colour)));
         }
     }
-    let axis = Stroke::new(1.0, ui.visuals().weak_text_color());
-    painter.line_segment(
-        [
-            Pos2::new(inner.left(), inner.bottom()),
-            Pos2::new(inner.right(), inner.bottom()),
-        ],
-        axis,
-    );
-    painter.line_segment(
-        [
-            Pos2::new(to_x(0.0), inner.bottom()),
-            Pos2::new(to_x(0.0), inner.bottom() + 4.0),
-        ],
-        axis,
-    );
-    for (x, align) in [
-        (-reach, egui::Align2::LEFT_TOP),
-        (0.0, egui::Align2::CENTER_TOP),
-        (reach, egui::Align2::RIGHT_TOP),
-    ] {
-        painter.text(
-            Pos2::new(to_x(x), inner.bottom() + 4.0),
-            align,
-            format!("{x:.2}"),
-            font.clone(),
-            text,
-        );
-    }
+    axes.x_axis(ui, &painter, font);
     response
+}
+
+/// A histogram's axes: M/V in `-reach..reach` across, densities in `0..top` up.
+struct HistogramAxes {
+    inner: Rect,
+    reach: f64,
+    top: f64,
+}
+
+impl HistogramAxes {
+    fn x(&self, x: f64) -> f32 {
+        let inner = self.inner;
+        inner.left() + inner.width() * ((x + self.reach) / (2.0 * self.reach)) as f32
+    }
+
+    fn y(&self, d: f64) -> f32 {
+        self.inner.bottom() - self.inner.height() * (d / self.top) as f32
+    }
+
+    /// The reference as grey bars.
+    fn bars(&self, painter: &egui::Painter, reference: &[(f64, f64)]) {
+        if reference.len() < 2 {
+            return;
+        }
+        let half = 0.5 * (reference[1].0 - reference[0].0);
+        let grey = Color32::from_gray(150).gamma_multiply(0.6);
+        for &(x, d) in reference {
+            let bar = Rect::from_min_max(
+                Pos2::new(self.x(x - half), self.y(d)),
+                Pos2::new(self.x(x + half), self.inner.bottom()),
+            );
+            painter.rect_filled(bar, 0.0, grey);
+        }
+    }
+
+    /// The M/V axis with its ends and 0 marked.
+    fn x_axis(&self, ui: &egui::Ui, painter: &egui::Painter, font: egui::FontId) {
+        let bottom = self.inner.bottom();
+        let axis = Stroke::new(1.0, ui.visuals().weak_text_color());
+        painter.line_segment(
+            [
+                Pos2::new(self.inner.left(), bottom),
+                Pos2::new(self.inner.right(), bottom),
+            ],
+            axis,
+        );
+        let zero = self.x(0.0);
+        painter.line_segment(
+            [Pos2::new(zero, bottom), Pos2::new(zero, bottom + 4.0)],
+            axis,
+        );
+        for (x, align) in [
+            (-self.reach, egui::Align2::LEFT_TOP),
+            (0.0, egui::Align2::CENTER_TOP),
+            (self.reach, egui::Align2::RIGHT_TOP),
+        ] {
+            painter.text(
+                Pos2::new(self.x(x), bottom + 4.0),
+                align,
+                format!("{x:.2}"),
+                font.clone(),
+                ui.visuals().text_color(),
+            );
+        }
+    }
 }
 
 /// Several runs' (step, value) series in one small plot, with the latest

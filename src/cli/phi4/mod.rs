@@ -79,10 +79,10 @@ impl TheoryArgs {
             (true, true) => Err(
                 "give the couplings in one convention: --m2/--lambda or --kappa/--lambda-h".into(),
             ),
-            (false, true) => Couplings::from_hopping(
+            (false, true) => Ok(Couplings::from_hopping(
                 self.kappa.unwrap_or(f64::NAN),
                 self.lambda_h.unwrap_or(0.0),
-            ),
+            )?),
             _ => Ok(Couplings {
                 m2: self.m2.unwrap_or(-4.0),
                 lambda: self.lambda.unwrap_or(8.0),
@@ -91,7 +91,7 @@ impl TheoryArgs {
     }
 
     fn model(&self) -> Result<Phi4, String> {
-        Phi4::new(self.lattice, self.couplings()?)
+        Ok(Phi4::new(self.lattice, self.couplings()?)?)
     }
 }
 
@@ -286,7 +286,7 @@ fn hmc_reference(
         seed,
         ..HmcSettings::default()
     };
-    reference(model, &settings, |_, _| {}).map(Some)
+    Ok(Some(reference(model, &settings, |_, _| {})?))
 }
 
 fn train(args: FlowArgs) -> Result<(), String> {

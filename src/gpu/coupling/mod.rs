@@ -11,7 +11,8 @@
 
 mod ops;
 
-use crate::flow::{CouplingFlow, Flow, FlowModel};
+use crate::flow::{CouplingSpec, Flow, FlowModel};
+use crate::gpu::GpuError;
 use crate::gpu::optimizer::{FlowKernels, GpuOptimizer};
 use crate::gpu::plan::{self, Pipelines, Plan, Purpose};
 use crate::gpu::specialize::{energy_id, energy_value, stack_values};
@@ -29,7 +30,9 @@ const DISPLAY_BYTES: u64 = 64 << 20;
 pub struct GpuCouplingTrainer {
     opt: GpuOptimizer,
     ctx: GpuContext,
-    flow: CouplingFlow<f64>,
+    spec: CouplingSpec,
+    /// the flow: its structure, with the parameters last known on the CPU
+    model: FlowModel<f64>,
     pipelines: Pipelines<Kernel>,
     train: Plan<Kernel>,
     log_q_plan: Option<Plan<Kernel>>,
@@ -42,32 +45,34 @@ impl GpuCouplingTrainer {
         model: FlowModel<f64>,
         target: Target,
         settings: TrainSettings,
-    ) -> Result<Self, String> {
-        let FlowModel::Coupling(flow) = model else {
-            return Err("the GPU coupling trainer takes a coupling flow".into());
+    ) -> Result<Self, GpuError> {
+        let FlowModel::Coupling(flow) = &model else {
+            return Err(GpuError::unsupported(
+                "the GPU coupling trainer takes a coupling flow",
+            ));
         };
         let spec = flow.spec.clone();
         let energy = energy_id(settings.loss, &target)?;
         if energy != 0 && spec.dim != 2 {
-            return Err("the GPU energies are 2D".into());
+            return Err(GpuError::unsupported("the GPU energies are 2D"));
         }
         if spec.dim != target.dim() {
-            return Err(format!(
+            return Err(GpuError::unsupported(format!(
                 "the flow is {}D but target '{}' is {}D",
                 spec.dim,
                 target.name(),
                 target.dim()
-            ));
+            )));
         }
         let max = plan::max_binding_bytes(&ctx);
         let need = work_bytes(&spec, settings.batch);
         if need > max || settings.batch > MAX_CHUNK * 16 {
-            return Err(format!(
+            return Err(GpuError::unsupported(format!(
                 "batch {} needs {} MB of activations on the GPU, more than this device allows ({} MB); use a smaller batch",
                 settings.batch,
                 need >> 20,
                 max >> 20
-            ));
+            )));
         }
         let mut values = stack_values(&spec.stack)?;
         values.extend([
@@ -75,9 +80,8 @@ impl GpuCouplingTrainer {
             ("D", spec.dim.to_string()),
             ("NOUT", max_out(&spec).to_string()),
         ]);
-        let compose = |root, values: &[shader::Value]| {
-            shader::compose(root, values).map_err(|e| e.to_string())
-        };
+        let compose =
+            |root, values: &[shader::Value]| shader::compose(root, values).map_err(GpuError::from);
         let source = compose("coupling_stacks.wgsl", &values)?;
         let matmul_source = compose("matmul.wgsl", &[])?;
         let sum_source = compose("batch_sum.wgsl", &[])?;
@@ -115,7 +119,8 @@ impl GpuCouplingTrainer {
         Ok(Self {
             opt,
             ctx,
-            flow,
+            spec: flow.spec.clone(),
+            model: model.clone(),
             pipelines,
             train,
             log_q_plan: None,
@@ -129,14 +134,14 @@ impl GpuCouplingTrainer {
     }
 
     /// `log q(x)` at every point (n x d) with the current parameters, in chunks.
-    pub async fn log_q_async(&mut self, points: &[f32]) -> Result<Vec<f32>, String> {
+    pub async fn log_q_async(&mut self, points: &[f32]) -> Result<Vec<f32>, GpuError> {
         self.display(Purpose::LogQ, points, 1).await
     }
 
     /// Latent points (n x d) pushed through `x_from_z`: per point the data-space
     /// point and `log |det dx/dz|` (n x (d + 1)), in chunks.
-    pub async fn x_from_z_async(&mut self, latent: &[f32]) -> Result<Vec<f32>, String> {
-        let d = self.flow.spec.dim;
+    pub async fn x_from_z_async(&mut self, latent: &[f32]) -> Result<Vec<f32>, GpuError> {
+        let d = self.spec.dim;
         self.display(Purpose::Push, latent, d + 1).await
     }
 
@@ -149,7 +154,7 @@ impl GpuCouplingTrainer {
         points: &wgpu::Buffer,
         log_q: &wgpu::Buffer,
         n: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), GpuError> {
         self.encode_display(Purpose::LogQ, encoder, points, log_q, n)
     }
 
@@ -163,7 +168,7 @@ impl GpuCouplingTrainer {
         latent: &wgpu::Buffer,
         pushed: &wgpu::Buffer,
         n: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), GpuError> {
         self.encode_display(Purpose::Push, encoder, latent, pushed, n)
     }
 
@@ -176,12 +181,14 @@ impl GpuCouplingTrainer {
         input: &wgpu::Buffer,
         output: &wgpu::Buffer,
         n: usize,
-    ) -> Result<(), String> {
-        let spec = self.flow.spec.clone();
+    ) -> Result<(), GpuError> {
+        let spec = self.spec.clone();
         let d = spec.dim;
         let width = if purpose == Purpose::LogQ { 1 } else { d + 1 };
         if input.size() < (n * d * 4) as u64 || output.size() < (n * width * 4) as u64 {
-            return Err(format!("the display buffers are too small for {n} points"));
+            return Err(GpuError::unsupported(format!(
+                "the display buffers are too small for {n} points"
+            )));
         }
         // the largest power-of-two chunk whose work buffer fits, no larger than needed
         let mut chunk = MAX_CHUNK.min(n.max(64).next_power_of_two());
@@ -238,8 +245,8 @@ impl GpuCouplingTrainer {
         purpose: Purpose,
         points: &[f32],
         width: usize,
-    ) -> Result<Vec<f32>, String> {
-        let d = self.flow.spec.dim;
+    ) -> Result<Vec<f32>, GpuError> {
+        let d = self.spec.dim;
         let n = points.len() / d;
         if n == 0 {
             return Ok(Vec::new());
@@ -272,21 +279,11 @@ impl FlowKernels for GpuCouplingTrainer {
         self.train.encode(&self.pipelines, encoder);
     }
 
-    fn model_with(&self, params: Option<Vec<f64>>) -> FlowModel<f64> {
-        let flow = params
-            .and_then(|p| CouplingFlow::from_params(self.flow.spec.clone(), p).ok())
-            .unwrap_or_else(|| self.flow.clone());
-        FlowModel::Coupling(flow)
+    fn held(&self) -> &FlowModel<f64> {
+        &self.model
     }
 
-    fn accept_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
-        let FlowModel::Coupling(f) = model else {
-            return Err("the GPU trainer holds a coupling flow".into());
-        };
-        if f.spec != self.flow.spec {
-            return Err("the new model has a different structure".into());
-        }
-        self.flow = f.clone();
-        Ok(())
+    fn held_mut(&mut self) -> &mut FlowModel<f64> {
+        &mut self.model
     }
 }

@@ -11,7 +11,8 @@
 
 mod ops;
 
-use crate::flow::{Flow, FlowModel, LatticeFlow, LatticeSpec};
+use crate::flow::{Flow, FlowModel, LatticeSpec};
+use crate::gpu::GpuError;
 use crate::gpu::optimizer::{FlowKernels, GpuOptimizer};
 use crate::gpu::plan::{self, Pipelines, Plan, Purpose};
 use crate::gpu::specialize::stack_values;
@@ -22,11 +23,15 @@ use crate::train::{Loss, TrainSettings};
 use ops::{Kernel, Layout, build_plan, work_bytes};
 
 /// The shader of the per-site kernels, specialized for `spec` and `model`.
-fn site_source(spec: &LatticeSpec, model: &Phi4) -> Result<String, String> {
+fn site_source(spec: &LatticeSpec, model: &Phi4) -> Result<String, GpuError> {
     let n_raw = spec.stack.n_raw();
     let odd = match (spec.z2, spec.stack.odd_raw()) {
         (true, Some(mask)) => mask,
-        (true, None) => return Err("this stack has no odd form for the Z2 design".into()),
+        (true, None) => {
+            return Err(GpuError::unsupported(
+                "this stack has no odd form for the Z2 design",
+            ));
+        }
         (false, _) => vec![false; n_raw],
     };
     let odd = odd
@@ -42,14 +47,16 @@ fn site_source(spec: &LatticeSpec, model: &Phi4) -> Result<String, String> {
         ("LAMBDA", format!("{:?}", c.lambda as f32)),
         ("ODD", odd),
     ]);
-    shader::compose("lattice_sites.wgsl", &values).map_err(|e| e.to_string())
+    shader::compose("lattice_sites.wgsl", &values).map_err(GpuError::from)
 }
 
 /// A lattice coupling flow's training state on the GPU (reverse KL on phi^4).
 pub struct GpuLatticeTrainer {
     opt: GpuOptimizer,
     ctx: GpuContext,
-    flow: LatticeFlow<f64>,
+    spec: LatticeSpec,
+    /// the flow: its structure, with the parameters last known on the CPU
+    model: FlowModel<f64>,
     pipelines: Pipelines<Kernel>,
     train: Plan<Kernel>,
     display_plan: Option<Plan<Kernel>>,
@@ -61,39 +68,43 @@ impl GpuLatticeTrainer {
         model: FlowModel<f64>,
         target: Target,
         settings: TrainSettings,
-    ) -> Result<Self, String> {
-        let FlowModel::Lattice(flow) = model else {
-            return Err("the GPU lattice trainer takes a lattice flow".into());
+    ) -> Result<Self, GpuError> {
+        let FlowModel::Lattice(flow) = &model else {
+            return Err(GpuError::unsupported(
+                "the GPU lattice trainer takes a lattice flow",
+            ));
         };
         let spec = flow.spec.clone();
         let Target::Phi4(theory) = target else {
-            return Err(format!(
+            return Err(GpuError::unsupported(format!(
                 "the GPU trains lattice flows on phi^4 targets, not '{}'",
                 target.name()
-            ));
+            )));
         };
         if settings.loss != Loss::ReverseKl {
-            return Err("lattice flows train by reverse KL (phi^4 has no sampler)".into());
+            return Err(GpuError::unsupported(
+                "lattice flows train by reverse KL (phi^4 has no sampler)",
+            ));
         }
         if theory.size != spec.size {
-            return Err(format!(
+            return Err(GpuError::unsupported(format!(
                 "the flow is on a {0} x {0} lattice but the target on {1} x {1}",
                 spec.size, theory.size
-            ));
+            )));
         }
         let max = plan::max_binding_bytes(&ctx);
         let need = work_bytes(&spec, settings.batch);
         if need > max {
-            return Err(format!(
+            return Err(GpuError::unsupported(format!(
                 "batch {} needs {} MB of activations on the GPU, more than this device allows ({} MB); use a smaller batch",
                 settings.batch,
                 need >> 20,
                 max >> 20
-            ));
+            )));
         }
         let site = site_source(&spec, &theory)?;
-        let conv = shader::compose("conv3x3.wgsl", &[]).map_err(|e| e.to_string())?;
-        let sum = shader::compose("batch_sum.wgsl", &[]).map_err(|e| e.to_string())?;
+        let conv = shader::compose("conv3x3.wgsl", &[])?;
+        let sum = shader::compose("batch_sum.wgsl", &[])?;
         let pipelines = Pipelines::new(
             &ctx,
             &[
@@ -147,7 +158,8 @@ impl GpuLatticeTrainer {
         Ok(Self {
             opt,
             ctx,
-            flow,
+            spec: flow.spec.clone(),
+            model: model.clone(),
             pipelines,
             train,
             display_plan: None,
@@ -160,26 +172,28 @@ impl GpuLatticeTrainer {
     }
 
     /// `log q(phi)` of every field (n x V) with the current parameters.
-    pub async fn log_q_async(&mut self, fields: &[f32]) -> Result<Vec<f32>, String> {
+    pub async fn log_q_async(&mut self, fields: &[f32]) -> Result<Vec<f32>, GpuError> {
         self.display(Purpose::LogQ, fields).await
     }
 
     /// Latent fields (n x V) pushed through `x_from_z`: per field the
     /// configuration and `log |det dx/dz|` (n x (V + 1)).
-    pub async fn x_from_z_async(&mut self, latent: &[f32]) -> Result<Vec<f32>, String> {
+    pub async fn x_from_z_async(&mut self, latent: &[f32]) -> Result<Vec<f32>, GpuError> {
         self.display(Purpose::Push, latent).await
     }
 
     /// Runs a display plan for exactly these fields (rebuilt when the count
     /// or purpose changes) and reads its outputs back.
-    async fn display(&mut self, purpose: Purpose, fields: &[f32]) -> Result<Vec<f32>, String> {
-        let v = self.flow.spec.volume();
+    async fn display(&mut self, purpose: Purpose, fields: &[f32]) -> Result<Vec<f32>, GpuError> {
+        let v = self.spec.volume();
         let n = fields.len() / v;
         if n == 0 {
             return Ok(Vec::new());
         }
-        if work_bytes(&self.flow.spec, n) > plan::max_binding_bytes(&self.ctx) {
-            return Err(format!("{n} fields do not fit the GPU at once"));
+        if work_bytes(&self.spec, n) > plan::max_binding_bytes(&self.ctx) {
+            return Err(GpuError::unsupported(format!(
+                "{n} fields do not fit the GPU at once"
+            )));
         }
         if self
             .display_plan
@@ -189,7 +203,7 @@ impl GpuLatticeTrainer {
             self.display_plan = Some(build_plan(
                 &self.ctx,
                 &self.pipelines,
-                &self.flow.spec,
+                &self.spec,
                 n,
                 purpose,
                 [&self.opt.params, &self.opt.total],
@@ -207,7 +221,7 @@ impl GpuLatticeTrainer {
             .ctx
             .read_back_async(
                 &plan.work,
-                Layout::new(&self.flow.spec, n).display as u64 * 4,
+                Layout::new(&self.spec, n).display as u64 * 4,
                 (n * width * 4) as u64,
             )
             .await?;
@@ -229,21 +243,11 @@ impl FlowKernels for GpuLatticeTrainer {
         self.train.encode(&self.pipelines, encoder);
     }
 
-    fn model_with(&self, params: Option<Vec<f64>>) -> FlowModel<f64> {
-        let flow = params
-            .and_then(|p| LatticeFlow::from_params(self.flow.spec.clone(), p).ok())
-            .unwrap_or_else(|| self.flow.clone());
-        FlowModel::Lattice(flow)
+    fn held(&self) -> &FlowModel<f64> {
+        &self.model
     }
 
-    fn accept_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
-        let FlowModel::Lattice(f) = model else {
-            return Err("the GPU trainer holds a lattice flow".into());
-        };
-        if f.spec != self.flow.spec {
-            return Err("the new model has a different structure".into());
-        }
-        self.flow = f.clone();
-        Ok(())
+    fn held_mut(&mut self) -> &mut FlowModel<f64> {
+        &mut self.model
     }
 }

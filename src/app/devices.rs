@@ -1,5 +1,6 @@
-//! The page's GPU, shared by both pages: looked for once when the app starts
-//! (a browser answers a moment later), and looked for again on request.
+//! The page's compute devices, shared by both pages: the GPU, looked for once
+//! when the app starts (a browser answers a moment later) and again on
+//! request, and the CPU threads runs train with.
 
 use super::host::{CpuReason, GpuOffer};
 use super::web::spawn;
@@ -14,25 +15,32 @@ pub enum GpuStatus {
     Unavailable(String),
 }
 
-/// The app's GPU status, shared with the task that looks for it.
+/// The app's GPU status (shared with the task that looks for it) and CPU threads.
 #[derive(Clone)]
-pub struct SharedGpu(Rc<RefCell<GpuStatus>>);
+pub struct Devices {
+    gpu: Rc<RefCell<GpuStatus>>,
+    /// threads of the CPU trainer (1 in a browser)
+    pub cpu_threads: usize,
+}
 
-impl Default for SharedGpu {
+impl Default for Devices {
     fn default() -> Self {
-        Self(Rc::new(RefCell::new(GpuStatus::Starting)))
+        Self {
+            gpu: Rc::new(RefCell::new(GpuStatus::Starting)),
+            cpu_threads: crate::train::default_threads(),
+        }
     }
 }
 
-impl SharedGpu {
+impl Devices {
     /// Looks for a GPU (natively at once; in a browser the answer arrives later).
     pub fn find(&self) {
-        *self.0.borrow_mut() = GpuStatus::Starting;
-        let slot = Rc::clone(&self.0);
+        *self.gpu.borrow_mut() = GpuStatus::Starting;
+        let slot = Rc::clone(&self.gpu);
         spawn(async move {
             let status = match GpuContext::new().await {
                 Ok(ctx) => GpuStatus::Ready(ctx),
-                Err(e) => GpuStatus::Unavailable(e),
+                Err(e) => GpuStatus::Unavailable(e.to_string()),
             };
             *slot.borrow_mut() = status;
         });
@@ -40,7 +48,7 @@ impl SharedGpu {
 
     /// The GPU found, if any.
     pub fn context(&self) -> Option<GpuContext> {
-        match &*self.0.borrow() {
+        match &*self.gpu.borrow() {
             GpuStatus::Ready(ctx) => Some(ctx.clone()),
             _ => None,
         }
@@ -57,17 +65,17 @@ impl SharedGpu {
 
     /// Whether the search is still under way.
     pub fn starting(&self) -> bool {
-        matches!(*self.0.borrow(), GpuStatus::Starting)
+        matches!(*self.gpu.borrow(), GpuStatus::Starting)
     }
 
     /// Whether there is none (and the search is over).
     pub fn unavailable(&self) -> bool {
-        matches!(*self.0.borrow(), GpuStatus::Unavailable(_))
+        matches!(*self.gpu.borrow(), GpuStatus::Unavailable(_))
     }
 
     /// Why there is no GPU, if there is none.
     pub fn note(&self) -> Option<String> {
-        match &*self.0.borrow() {
+        match &*self.gpu.borrow() {
             GpuStatus::Starting => Some("looking for a GPU...".into()),
             GpuStatus::Unavailable(e) => Some(format!("no GPU: {e}")),
             GpuStatus::Ready(_) => None,
@@ -76,6 +84,6 @@ impl SharedGpu {
 
     /// Marks the GPU as gone (its device was lost).
     pub fn lose(&self, why: String) {
-        *self.0.borrow_mut() = GpuStatus::Unavailable(why);
+        *self.gpu.borrow_mut() = GpuStatus::Unavailable(why);
     }
 }
