@@ -110,7 +110,7 @@ impl GpuRadialTrainer {
                 max >> 20
             )));
         }
-        let source = kernel_source(&flow, energy)?;
+        let source = kernel_source(flow, energy)?;
         let reverse =
             (energy != 0).then(|| ctx.pipeline_at("radial reverse", &source, "grad_reverse_main"));
         let grad = ctx.pipeline_at("radial grad", &source, "grad_main");
