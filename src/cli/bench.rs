@@ -102,41 +102,71 @@ fn recipes() -> Vec<Recipe> {
     ]
 }
 
+/// What one bench run measures: its options, resolved.
+struct Bench {
+    seconds: f64,
+    threads: usize,
+    grid: usize,
+    batches: Vec<usize>,
+    /// whether --batch was given (the lattice recipes' own batches yield)
+    batch_given: bool,
+    backends: &'static [&'static str],
+    json: bool,
+}
+
 pub fn run(args: BenchArgs) -> Result<(), String> {
-    let seconds = args.seconds;
-    let threads = args.threads.unwrap_or_else(default_threads).max(1);
-    let grid = args.grid.max(2);
-    let batches = args.batch.clone().unwrap_or_else(|| vec![512, 8192]);
-    let backends: &[&str] = match args.backend.as_str() {
-        "cpu" => &["cpu"],
-        "gpu" => &["gpu"],
-        _ => &["cpu", "gpu"],
+    let bench = Bench {
+        seconds: args.seconds,
+        threads: args.threads.unwrap_or_else(default_threads).max(1),
+        grid: args.grid.max(2),
+        batches: args.batch.clone().unwrap_or_else(|| vec![512, 8192]),
+        batch_given: args.batch.is_some(),
+        backends: match args.backend.as_str() {
+            "cpu" => &["cpu"],
+            "gpu" => &["gpu"],
+            _ => &["cpu", "gpu"],
+        },
+        json: args.json,
     };
-    let only = &args.only;
     let recipes: Vec<Recipe> = recipes()
         .into_iter()
-        .filter(|r| r.name.contains(only.as_str()))
+        .filter(|r| r.name.contains(args.only.as_str()))
         .collect();
     if recipes.is_empty() {
-        return Err(format!("no recipe's name contains '{only}'"));
+        return Err(format!("no recipe's name contains '{}'", args.only));
     }
-    let json_out = args.json;
+    let training = training_table(&bench, &recipes)?;
+    let density_grid = grid_table(&bench, &recipes)?;
+    if bench.json {
+        let out: Value =
+            json!({"threads": bench.threads, "training": training, "density_grid": density_grid});
+        println!("{out}");
+    }
+    Ok(())
+}
+
+/// Training steps per second of every recipe at each batch size, printed as a
+/// table (unless --json); the rows as JSON.
+fn training_table(bench: &Bench, recipes: &[Recipe]) -> Result<Vec<Value>, String> {
     let mut rows = Vec::new();
     let mut gpu_note = None;
-    if !json_out {
-        println!("flowplay bench: CPU {threads} threads, f32; GPU f32 through wgpu");
+    if !bench.json {
+        println!(
+            "flowplay bench: CPU {} threads, f32; GPU f32 through wgpu",
+            bench.threads
+        );
         println!(
             "{:<40} {:>7} {:>12} {:>12} {:>11}",
             "training recipe", "batch", "cpu steps/s", "gpu steps/s", "dispatches"
         );
     }
-    for recipe in &recipes {
-        let own = recipe.batches.filter(|_| args.batch.is_none());
-        for &batch in own.unwrap_or(&batches) {
+    for recipe in recipes {
+        let own = recipe.batches.filter(|_| !bench.batch_given);
+        for &batch in own.unwrap_or(&bench.batches) {
             let mut rates = Vec::new();
             let mut gpu_dispatches = 0;
-            for &backend in backends {
-                let rate = match train_rate(recipe, batch, backend, threads, seconds) {
+            for &backend in bench.backends {
+                let rate = match train_rate(recipe, batch, backend, bench.threads, bench.seconds) {
                     Ok(r) => Some(r),
                     Err(e) if backend == "gpu" => {
                         gpu_note.get_or_insert(e);
@@ -146,83 +176,77 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
                 };
                 if let Some((r, dispatches)) = rate {
                     rows.push(json!({"recipe": recipe.name, "backend": backend, "batch": batch, "steps_per_second": r, "dispatches_per_step": dispatches}));
-                    if let Some(count) = dispatches {
-                        gpu_dispatches = count;
-                    }
+                    gpu_dispatches = dispatches.unwrap_or(gpu_dispatches);
                 }
                 rates.push((backend, rate.map(|(r, _)| r)));
             }
-            if !json_out {
+            if !bench.json {
                 let cell = |name: &str| match rates.iter().find(|(b, _)| *b == name) {
                     Some((_, Some(r))) if *r < 10.0 => format!("{r:.3}"),
                     Some((_, Some(r))) => format!("{r:.1}"),
                     Some((_, None)) => "n/a".to_string(),
                     None => "-".to_string(),
                 };
-                let dispatches = if gpu_dispatches > 0 {
-                    gpu_dispatches.to_string()
-                } else {
-                    "-".to_string()
+                let dispatches = match gpu_dispatches {
+                    0 => "-".to_string(),
+                    n => n.to_string(),
                 };
-                println!(
-                    "{:<40} {:>7} {:>12} {:>12} {:>11}",
-                    recipe.name,
-                    batch,
-                    cell("cpu"),
-                    cell("gpu"),
-                    dispatches
-                );
+                let (name, cpu, gpu) = (recipe.name, cell("cpu"), cell("gpu"));
+                println!("{name:<40} {batch:>7} {cpu:>12} {gpu:>12} {dispatches:>11}");
             }
         }
     }
     if let Some(note) = &gpu_note
-        && !json_out
+        && !bench.json
     {
         println!("gpu n/a: {note}");
     }
-    let mut rng = Rng::seeded(1);
-    let mut grid_rows = Vec::new();
-    let planar = recipes.iter().any(|r| r.flow.kind != FlowKind::Lattice);
-    if !json_out && planar {
+    Ok(rows)
+}
+
+/// Density evaluations per second of the 2D recipes on a grid, printed as a
+/// table (unless --json); the rows as JSON.
+fn grid_table(bench: &Bench, recipes: &[Recipe]) -> Result<Vec<Value>, String> {
+    let grid = bench.grid;
+    let planar: Vec<&Recipe> = recipes
+        .iter()
+        .filter(|r| r.flow.kind != FlowKind::Lattice)
+        .collect();
+    if !bench.json && !planar.is_empty() {
         println!(
             "{:<40} {:>7} {:>12} {:>12}",
             "density on a grid (evals/s)", "grid", "cpu", "gpu"
         );
     }
-    for recipe in recipes.iter().filter(|r| r.flow.kind != FlowKind::Lattice) {
+    let mut rng = Rng::seeded(1);
+    let mut rows = Vec::new();
+    for recipe in planar {
         let model: FlowModel<f64> = recipe.flow.build(2, &mut rng)?;
         let mut cells = Vec::new();
-        for &backend in backends {
+        for &backend in bench.backends {
             let rate = if backend == "cpu" {
-                Some(grid_rate(model.cast::<f32>().as_flow(), grid, threads, seconds).0)
+                let flow = model.cast::<f32>();
+                Some(grid_rate(flow.as_flow(), grid, bench.threads, bench.seconds).0)
             } else {
-                gpu_grid_rate(&model, grid, seconds).ok()
+                gpu_grid_rate(&model, grid, bench.seconds).ok()
             };
             if let Some(r) = rate {
-                grid_rows.push(json!({"recipe": recipe.name, "backend": backend, "grid": grid, "evals_per_second": r}));
+                rows.push(json!({"recipe": recipe.name, "backend": backend, "grid": grid, "evals_per_second": r}));
             }
             cells.push((backend, rate));
         }
-        if !json_out {
+        if !bench.json {
             let cell = |name: &str| match cells.iter().find(|(b, _)| *b == name) {
                 Some((_, Some(r))) => format!("{r:.0}"),
                 Some((_, None)) => "n/a".to_string(),
                 None => "-".to_string(),
             };
-            println!(
-                "{:<40} {:>7} {:>12} {:>12}",
-                recipe.name,
-                format!("{grid}^2"),
-                cell("cpu"),
-                cell("gpu")
-            );
+            let size = format!("{grid}^2");
+            let (name, cpu, gpu) = (recipe.name, cell("cpu"), cell("gpu"));
+            println!("{name:<40} {size:>7} {cpu:>12} {gpu:>12}");
         }
     }
-    if json_out {
-        let out: Value = json!({"threads": threads, "training": rows, "density_grid": grid_rows});
-        println!("{out}");
-    }
-    Ok(())
+    Ok(rows)
 }
 
 /// Steps per second, and the GPU's compute dispatches per step.

@@ -264,66 +264,7 @@ pub fn model_from_json(v: &Value, dim: Option<usize>) -> Result<FlowModel<f64>> 
                 d, stack, raw,
             )?))
         }
-        "radial" | "radial-fourier" => {
-            let center = numbers(field(v, "center", what)?, "model: 'center'")?;
-            let log_scale = numbers(field(v, "log_scale", what)?, "model: 'log_scale'")?;
-            if center.len() != log_scale.len() || center.is_empty() {
-                return Err(ModelFileError::Invalid(
-                    "model: 'center' and 'log_scale' must have the same, non-zero length".into(),
-                ));
-            }
-            let fourier = kind == "radial-fourier";
-            let (stack, raw) =
-                parse_stack(field(v, "bijection", what)?, !fourier, "model bijection")?;
-            let mut params = center.clone();
-            params.extend(log_scale);
-            let conditioner = if fourier {
-                let order = count(v, "order", what)?;
-                if !(1..=MAX_ORDER).contains(&order) {
-                    return Err(ModelFileError::Invalid(format!(
-                        "model: 'order' must be 1 to {MAX_ORDER}"
-                    )));
-                }
-                let rows = field(v, "weights", what)?.as_array().ok_or_else(|| {
-                    ModelFileError::Expected {
-                        what: "model: 'weights'".into(),
-                        expected: "an array of rows",
-                    }
-                })?;
-                if rows.len() != stack.n_raw() {
-                    return Err(ModelFileError::Invalid(format!(
-                        "model: 'weights' needs one row per raw parameter of the stack ({}), got {}",
-                        stack.n_raw(),
-                        rows.len()
-                    )));
-                }
-                let nf = 2 * order + 1;
-                let mut w = vec![0.0; rows.len() * nf];
-                for (i, row) in rows.iter().enumerate() {
-                    let r = numbers(row, &format!("model: 'weights'[{i}]"))?;
-                    if r.len() != nf {
-                        return Err(ModelFileError::Invalid(format!(
-                            "model: 'weights'[{i}] needs {nf} entries (2 order + 1)"
-                        )));
-                    }
-                    // stored feature-major (see flow::radial)
-                    for (f, v) in r.into_iter().enumerate() {
-                        w[f * rows.len() + i] = v;
-                    }
-                }
-                params.extend(w);
-                RadialConditioner::Fourier { order }
-            } else {
-                params.extend(raw);
-                RadialConditioner::Direct
-            };
-            let spec = RadialSpec {
-                dim: center.len(),
-                stack,
-                conditioner,
-            };
-            Ok(FlowModel::Radial(RadialFlow::from_params(spec, params)?))
-        }
+        "radial" | "radial-fourier" => radial_from_json(v, kind == "radial-fourier"),
         "coupling" => {
             let (stack, _) = parse_stack(field(v, "bijection", what)?, false, "model bijection")?;
             let spec = CouplingSpec {
@@ -362,6 +303,76 @@ pub fn model_from_json(v: &Value, dim: Option<usize>) -> Result<FlowModel<f64>> 
             "model: unknown type '{other}' (expected scalar, stack, elementwise, radial, radial-fourier, coupling or lattice)"
         ))),
     }
+}
+
+/// A radial flow: its centre, log-scales and stack, with the stack's raw
+/// values (direct) or the Fourier conditioner's weights (`fourier`).
+fn radial_from_json(v: &Value, fourier: bool) -> Result<FlowModel<f64>> {
+    let what = "model";
+    let center = numbers(field(v, "center", what)?, "model: 'center'")?;
+    let log_scale = numbers(field(v, "log_scale", what)?, "model: 'log_scale'")?;
+    if center.len() != log_scale.len() || center.is_empty() {
+        return Err(ModelFileError::Invalid(
+            "model: 'center' and 'log_scale' must have the same, non-zero length".into(),
+        ));
+    }
+    let (stack, raw) = parse_stack(field(v, "bijection", what)?, !fourier, "model bijection")?;
+    let mut params = center.clone();
+    params.extend(log_scale);
+    let conditioner = if fourier {
+        let (order, w) = fourier_weights(v, stack.n_raw())?;
+        params.extend(w);
+        RadialConditioner::Fourier { order }
+    } else {
+        params.extend(raw);
+        RadialConditioner::Direct
+    };
+    let spec = RadialSpec {
+        dim: center.len(),
+        stack,
+        conditioner,
+    };
+    Ok(FlowModel::Radial(RadialFlow::from_params(spec, params)?))
+}
+
+/// The Fourier conditioner's order and weights (one row per raw value of a
+/// stack of `n_raw`), stored feature-major as the flow keeps them.
+fn fourier_weights(v: &Value, n_raw: usize) -> Result<(usize, Vec<f64>)> {
+    let what = "model";
+    let order = count(v, "order", what)?;
+    if !(1..=MAX_ORDER).contains(&order) {
+        return Err(ModelFileError::Invalid(format!(
+            "model: 'order' must be 1 to {MAX_ORDER}"
+        )));
+    }
+    let rows = field(v, "weights", what)?
+        .as_array()
+        .ok_or_else(|| ModelFileError::Expected {
+            what: "model: 'weights'".into(),
+            expected: "an array of rows",
+        })?;
+    if rows.len() != n_raw {
+        return Err(ModelFileError::Invalid(format!(
+            "model: 'weights' needs one row per raw parameter of the stack ({}), got {}",
+            n_raw,
+            rows.len()
+        )));
+    }
+    let nf = 2 * order + 1;
+    let mut w = vec![0.0; rows.len() * nf];
+    for (i, row) in rows.iter().enumerate() {
+        let r = numbers(row, &format!("model: 'weights'[{i}]"))?;
+        if r.len() != nf {
+            return Err(ModelFileError::Invalid(format!(
+                "model: 'weights'[{i}] needs {nf} entries (2 order + 1)"
+            )));
+        }
+        // stored feature-major (see flow::radial)
+        for (f, v) in r.into_iter().enumerate() {
+            w[f * rows.len() + i] = v;
+        }
+    }
+    Ok((order, w))
 }
 
 fn scalar_json(family: Family, raw: &[f64]) -> Value {
