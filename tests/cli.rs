@@ -742,3 +742,36 @@ fn the_z2_flow_samples_both_modes_in_the_broken_phase() {
     assert_eq!(code, 1);
     assert!(stderr.contains("even side"), "{stderr}");
 }
+
+/// A radial flow starts at the origin with unit scales unless told otherwise
+/// (the spiral recipe at (-0.5, -1)), whatever the seed.
+#[test]
+fn radial_flows_start_at_the_origin() {
+    for (target, centre) in [("rings", [0.0, 0.0]), ("spiral", [-0.5, -1.0])] {
+        let out =
+            std::env::temp_dir().join(format!("flowplay-start-{target}-{}.json", rand_name()));
+        let out_path = out.to_str().unwrap();
+        let (code, _, err) = run(&[
+            "train",
+            "--target",
+            target,
+            "--flow",
+            "radial",
+            "--stack",
+            "2",
+            "--steps",
+            "0",
+            "--seed",
+            "3",
+            "--eval-samples",
+            "10",
+            "--out",
+            out_path,
+            "--quiet",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        assert_eq!(report["model"]["center"], json!(centre), "{target}");
+        assert_eq!(report["model"]["log_scale"], json!([0.0, 0.0]), "{target}");
+    }
+}
