@@ -133,8 +133,11 @@ pub struct TrainerHost<J: GpuJob> {
     learning_rate: f64,
     /// a learning rate for the GPU trainer when it is next home
     pending_lr: Option<f64>,
-    /// steps the next GPU task takes, sized to the frame budget
-    gpu_steps: usize,
+    /// the most steps the next GPU task takes, sized to the frame budget
+    /// at the measured pace ([`Self::paced_to_budget`]), or no limit but the
+    /// caller's (the steps run on the GPU's own timeline: in a browser they
+    /// do not hold up the frame)
+    gpu_steps: Option<usize>,
     /// the parameters at the last checkpoint
     checkpoint: Option<(usize, FlowModel<f64>)>,
 }
@@ -181,7 +184,7 @@ impl<J: GpuJob> TrainerHost<J> {
                             step_offset,
                             learning_rate,
                             pending_lr: None,
-                            gpu_steps: 1,
+                            gpu_steps: None,
                             checkpoint: None,
                         });
                     }
@@ -203,9 +206,16 @@ impl<J: GpuJob> TrainerHost<J> {
             step_offset,
             learning_rate,
             pending_lr: None,
-            gpu_steps: 1,
+            gpu_steps: None,
             checkpoint: None,
         })
+    }
+
+    /// Sizes each GPU task's steps to the frame budget at the measured pace
+    /// (starting at one step), for runs that share the frame with others.
+    pub fn paced_to_budget(mut self) -> Self {
+        self.gpu_steps = Some(1);
+        self
     }
 
     /// Whether the run trains on the GPU.
@@ -297,9 +307,8 @@ impl<J: GpuJob> TrainerHost<J> {
 
     /// One frame of training: up to `steps` steps within `budget`. On the CPU
     /// they run now. On the GPU this takes in what the last task handed back
-    /// and, when the trainer is home, hands it a task for the next steps (as
-    /// many as fit the budget at the measured pace, at most `steps`) followed
-    /// by `job`. A job given while a task holds the trainer is dropped.
+    /// and, when the trainer is home, hands it a task for the next `steps`
+    /// steps (fewer when paced to the budget) followed by `job`. A job given while a task holds the trainer is dropped.
     pub fn frame(&mut self, steps: usize, budget: Duration, job: Option<J>) -> Progress<J::Output> {
         match &self.backend {
             Backend::Cpu(_) => self.cpu_frame(steps, budget),
@@ -366,7 +375,7 @@ impl<J: GpuJob> TrainerHost<J> {
         let steps = if progress.stopped.is_some() {
             0
         } else {
-            steps.min(self.gpu_steps)
+            steps.min(self.gpu_steps.unwrap_or(usize::MAX))
         };
         if steps == 0 && job.is_none() {
             inbox.borrow_mut().trainer = Some(trainer);
@@ -427,10 +436,12 @@ impl<J: GpuJob> TrainerHost<J> {
             }
             progress.losses.push((step, loss));
         }
-        if !progress.losses.is_empty() {
+        if let Some(pace) = &mut self.gpu_steps
+            && !progress.losses.is_empty()
+        {
             let per_step = back.seconds / progress.losses.len() as f64;
             let fit = (budget.as_secs_f64() / per_step.max(1e-6)) as usize;
-            self.gpu_steps = fit.max(1);
+            *pace = fit.max(1);
         }
         // a lost device is not the run's fault: the page moves it to the CPU
         if let Some(e) = back.error
@@ -455,6 +466,7 @@ impl<J: GpuJob> TrainerHost<J> {
     ) -> Result<TrainerHost<J>, String> {
         let mut host = Self::at_step(spec, offer, step)?;
         host.checkpoint = self.checkpoint.clone();
+        host.gpu_steps = self.gpu_steps.map(|_| 1);
         Ok(host)
     }
 }

@@ -86,7 +86,7 @@ impl LabRun {
         Ok(Self {
             label,
             colour,
-            host: TrainerHost::new(spec, offer)?,
+            host: TrainerHost::new(spec, offer)?.paced_to_budget(),
             losses: Vec::new(),
             ess: Vec::new(),
             acceptance: Vec::new(),
