@@ -4,7 +4,7 @@
 //! steps and display passes as a list of [`Op`]s of their own kernels; this
 //! module records and replays any such list.
 
-use super::GpuContext;
+use super::{GpuContext, GpuError};
 use crate::train::Loss;
 
 /// Bytes between two operations' settings (WebGPU's uniform offset alignment).
@@ -146,6 +146,19 @@ impl<K: Kernel> Plan<K> {
 /// loss, checking the `n_grad` gradient entries.
 pub fn batch_sum_words(n: usize, loss: usize, n_grad: usize) -> Vec<u32> {
     vec![n as u32, loss as u32, n_grad as u32, 0]
+}
+
+/// Refuses a batch whose work buffer of `need` bytes the device cannot bind.
+pub fn check_fits(ctx: &GpuContext, batch: usize, need: u64) -> Result<(), GpuError> {
+    let max = max_binding_bytes(ctx);
+    if need > max {
+        return Err(GpuError::BatchTooLarge {
+            batch,
+            need_mb: need >> 20,
+            max_mb: max >> 20,
+        });
+    }
+    Ok(())
 }
 
 /// The largest buffer the device binds as storage.

@@ -39,6 +39,38 @@ pub struct GpuCouplingTrainer {
     push_plan: Option<Plan<Kernel>>,
 }
 
+/// The coupling flow's kernels, specialized for `spec` and the energy `energy`.
+fn compile(
+    ctx: &GpuContext,
+    spec: &CouplingSpec,
+    energy: u32,
+) -> Result<Pipelines<Kernel>, GpuError> {
+    let mut values = stack_values(&spec.stack)?;
+    values.extend([
+        energy_value(energy),
+        ("D", spec.dim.to_string()),
+        ("NOUT", max_out(spec).to_string()),
+    ]);
+    let stacks = shader::compose("coupling_stacks.wgsl", &values)?;
+    let matmul = shader::compose("matmul.wgsl", &[])?;
+    let sum = shader::compose("batch_sum.wgsl", &[])?;
+    Ok(Pipelines::new(
+        ctx,
+        &[
+            (Kernel::Matmul, "coupling matmul", &matmul, "matmul_main"),
+            (Kernel::Couple, "coupling stacks", &stacks, "couple_main"),
+            (
+                Kernel::CoupleBack,
+                "coupling stacks backward",
+                &stacks,
+                "couple_back_main",
+            ),
+            (Kernel::Loss, "coupling loss", &stacks, "loss_main"),
+            (Kernel::Sum, "coupling sum", &sum, "sum_main"),
+        ],
+    ))
+}
+
 impl GpuCouplingTrainer {
     pub fn new(
         ctx: GpuContext,
@@ -64,47 +96,16 @@ impl GpuCouplingTrainer {
                 target.dim()
             )));
         }
-        let max = plan::max_binding_bytes(&ctx);
-        let need = work_bytes(&spec, settings.batch);
-        if need > max || settings.batch > MAX_CHUNK * 16 {
+        plan::check_fits(&ctx, settings.batch, work_bytes(&spec, settings.batch))?;
+        if settings.batch > MAX_CHUNK * 16 {
+            // (the work buffer's offsets are 32-bit words)
             return Err(GpuError::unsupported(format!(
-                "batch {} needs {} MB of activations on the GPU, more than this device allows ({} MB); use a smaller batch",
+                "batch {} is more than the GPU kernels address ({}); use a smaller batch",
                 settings.batch,
-                need >> 20,
-                max >> 20
+                MAX_CHUNK * 16
             )));
         }
-        let mut values = stack_values(&spec.stack)?;
-        values.extend([
-            energy_value(energy),
-            ("D", spec.dim.to_string()),
-            ("NOUT", max_out(&spec).to_string()),
-        ]);
-        let compose =
-            |root, values: &[shader::Value]| shader::compose(root, values).map_err(GpuError::from);
-        let source = compose("coupling_stacks.wgsl", &values)?;
-        let matmul_source = compose("matmul.wgsl", &[])?;
-        let sum_source = compose("batch_sum.wgsl", &[])?;
-        let pipelines = Pipelines::new(
-            &ctx,
-            &[
-                (
-                    Kernel::Matmul,
-                    "coupling matmul",
-                    &matmul_source,
-                    "matmul_main",
-                ),
-                (Kernel::Couple, "coupling stacks", &source, "couple_main"),
-                (
-                    Kernel::CoupleBack,
-                    "coupling stacks backward",
-                    &source,
-                    "couple_back_main",
-                ),
-                (Kernel::Loss, "coupling loss", &source, "loss_main"),
-                (Kernel::Sum, "coupling sum", &sum_source, "sum_main"),
-            ],
-        );
+        let pipelines = compile(&ctx, &spec, energy)?;
         let batch = settings.batch;
         let loss = settings.loss;
         let opt = GpuOptimizer::new(&ctx, flow.params(), spec.dim, target, settings)?;

@@ -62,6 +62,57 @@ pub struct GpuLatticeTrainer {
     display_plan: Option<Plan<Kernel>>,
 }
 
+/// The lattice flow's kernels, specialized for `spec` and the theory.
+fn compile(
+    ctx: &GpuContext,
+    spec: &LatticeSpec,
+    theory: &Phi4,
+) -> Result<Pipelines<Kernel>, GpuError> {
+    let site = site_source(spec, theory)?;
+    let conv = shader::compose("conv3x3.wgsl", &[])?;
+    let sum = shader::compose("batch_sum.wgsl", &[])?;
+    Ok(Pipelines::new(
+        ctx,
+        &[
+            (Kernel::Mask, "lattice mask", &site, "mask_main"),
+            (Kernel::Gelu, "lattice gelu", &conv, "gelu_main"),
+            (
+                Kernel::ConvForward,
+                "lattice conv",
+                &conv,
+                "conv_forward_main",
+            ),
+            (
+                Kernel::ConvInputGrad,
+                "lattice conv input grad",
+                &conv,
+                "conv_input_grad_main",
+            ),
+            (
+                Kernel::ConvWeightGrad,
+                "lattice conv weight grad",
+                &conv,
+                "conv_weight_grad_main",
+            ),
+            (Kernel::Couple, "lattice stacks", &site, "couple_main"),
+            (
+                Kernel::CoupleBack,
+                "lattice stacks backward",
+                &site,
+                "couple_back_main",
+            ),
+            (
+                Kernel::PassiveBar,
+                "lattice passive adjoints",
+                &site,
+                "passive_bar_main",
+            ),
+            (Kernel::Loss, "lattice loss", &site, "loss_main"),
+            (Kernel::Sum, "lattice sum", &sum, "sum_main"),
+        ],
+    ))
+}
+
 impl GpuLatticeTrainer {
     pub fn new(
         ctx: GpuContext,
@@ -92,59 +143,8 @@ impl GpuLatticeTrainer {
                 spec.size, theory.size
             )));
         }
-        let max = plan::max_binding_bytes(&ctx);
-        let need = work_bytes(&spec, settings.batch);
-        if need > max {
-            return Err(GpuError::unsupported(format!(
-                "batch {} needs {} MB of activations on the GPU, more than this device allows ({} MB); use a smaller batch",
-                settings.batch,
-                need >> 20,
-                max >> 20
-            )));
-        }
-        let site = site_source(&spec, &theory)?;
-        let conv = shader::compose("conv3x3.wgsl", &[])?;
-        let sum = shader::compose("batch_sum.wgsl", &[])?;
-        let pipelines = Pipelines::new(
-            &ctx,
-            &[
-                (Kernel::Mask, "lattice mask", &site, "mask_main"),
-                (Kernel::Gelu, "lattice gelu", &conv, "gelu_main"),
-                (
-                    Kernel::ConvForward,
-                    "lattice conv",
-                    &conv,
-                    "conv_forward_main",
-                ),
-                (
-                    Kernel::ConvInputGrad,
-                    "lattice conv input grad",
-                    &conv,
-                    "conv_input_grad_main",
-                ),
-                (
-                    Kernel::ConvWeightGrad,
-                    "lattice conv weight grad",
-                    &conv,
-                    "conv_weight_grad_main",
-                ),
-                (Kernel::Couple, "lattice stacks", &site, "couple_main"),
-                (
-                    Kernel::CoupleBack,
-                    "lattice stacks backward",
-                    &site,
-                    "couple_back_main",
-                ),
-                (
-                    Kernel::PassiveBar,
-                    "lattice passive adjoints",
-                    &site,
-                    "passive_bar_main",
-                ),
-                (Kernel::Loss, "lattice loss", &site, "loss_main"),
-                (Kernel::Sum, "lattice sum", &sum, "sum_main"),
-            ],
-        );
+        plan::check_fits(&ctx, settings.batch, work_bytes(&spec, settings.batch))?;
+        let pipelines = compile(&ctx, &spec, &theory)?;
         let batch = settings.batch;
         let opt = GpuOptimizer::new(&ctx, flow.params(), spec.volume(), target, settings)?;
         let train = build_plan(
