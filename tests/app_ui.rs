@@ -143,8 +143,9 @@ fn a_step_that_overflows_stops_training_with_a_message() {
             session.steps_done()
         ),
     }
-    // the app keeps working: the message is shown and reset starts over
-    h.get_by_label_contains("or restore the last good state");
+    // the app keeps working: the message is shown with the way on, and
+    // reset starts over
+    h.get_by_label_contains("Go on from step");
     h.get_by_label("Reset").click();
     h.run_steps(2);
     assert_eq!(steps(&h), 0);
@@ -323,7 +324,8 @@ fn a_model_exports_and_imports_and_views_save_as_png() {
     h.get_by_label_contains("flowplay-rings-step3.json (flowplay eval reads it)");
     let exported = std::fs::read(&file).unwrap();
     let trained = h.state().playground().session().unwrap().model().unwrap().1;
-    // a fresh page takes the file in: same flow, same parameters, paused at step 0
+    // a fresh page takes the file in: same flow, same parameters, paused at
+    // the step it was exported at
     let mut fresh = harness(small("moons", FlowKind::Coupling));
     fresh.run_steps(2);
     drop_file(&mut fresh, "flowplay-rings-step3.json", exported);
@@ -331,6 +333,7 @@ fn a_model_exports_and_imports_and_views_save_as_png() {
     let session = fresh.state().playground().session().unwrap();
     assert_eq!(session.settings.target, TargetChoice::Preset("rings"));
     assert_eq!(session.settings.flow, FlowKind::RadialFourier);
+    assert_eq!(session.steps_done(), 3);
     let imported = session.model().unwrap().1;
     assert_eq!(
         imported.as_flow().params(),

@@ -142,6 +142,50 @@ pub fn take_dropped(ctx: &egui::Context, slot: &UploadSlot) {
     }
 }
 
+/// Where a requested screenshot arrives (the renderer answers after the frame).
+type Screenshot = std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<egui::ColorImage>>>>;
+
+/// Saving part of the page as a PNG: the renderer is asked for a screenshot
+/// after the frame that drew the part, and the part is cut from it and saved
+/// when it arrives, a frame or two later.
+#[derive(Default)]
+pub struct ViewSaver {
+    /// the file name, the part of the screen, and the screenshot on its way
+    pending: Option<(String, egui::Rect, Screenshot)>,
+}
+
+impl ViewSaver {
+    /// Asks for `rect` of this frame to be saved as `file`.
+    pub fn request(&mut self, ctx: &egui::Context, file: String, rect: egui::Rect) {
+        let slot = Screenshot::default();
+        let filled = std::sync::Arc::clone(&slot);
+        ctx.request_screenshot(move |image| {
+            if let Ok(mut slot) = filled.lock() {
+                *slot = Some(image);
+            }
+        });
+        self.pending = Some((file, rect, slot));
+    }
+
+    /// Saves the part once its screenshot has arrived; returns what happened,
+    /// for the user, when it did.
+    pub fn finish(&mut self, ctx: &egui::Context) -> Option<String> {
+        let (file, rect, slot) = self.pending.as_ref()?;
+        let shot = slot.lock().ok().and_then(|mut s| s.take());
+        let Some(shot) = shot else {
+            ctx.request_repaint();
+            return None;
+        };
+        let picture = crop(&shot, *rect, ctx.pixels_per_point());
+        let saved = png(&picture).and_then(|bytes| save(file, "image/png", &bytes));
+        self.pending = None;
+        Some(match saved {
+            Ok(done) => format!("{done}."),
+            Err(e) => e,
+        })
+    }
+}
+
 /// Encodes an RGBA picture as PNG.
 pub fn png(image: &egui::ColorImage) -> Result<Vec<u8>, String> {
     use image::ImageEncoder as _;

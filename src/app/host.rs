@@ -10,16 +10,29 @@ use super::web::spawn;
 use crate::flow::FlowModel;
 use crate::gpu::{GpuContext, GpuError, GpuTrainer};
 use crate::target::Target;
+use crate::train::watch::{Divergence, LossWatch, Verdict};
 use crate::train::{CpuTrainer, TrainError, TrainSettings, Trainer};
 use std::cell::RefCell;
 use std::future::Future;
 use std::rc::Rc;
 use web_time::{Duration, Instant};
 
-/// A checkpoint of the parameters is kept every this many steps.
+/// A checkpoint of the parameters is kept every this many steps (and at
+/// [`EARLY_CHECKPOINTS`]), when the loss is healthy then.
 pub const CHECKPOINT_EVERY: usize = 200;
-/// A loss above this stops the run as diverged.
-const LOSS_LIMIT: f64 = 1e6;
+/// Checkpoints in a run's first steps, so there is a good state to go back to
+/// before the first regular one.
+const EARLY_CHECKPOINTS: [usize; 3] = [10, 50, 100];
+
+/// Whether step `step` is one to keep a checkpoint at.
+fn checkpoint_due(step: usize) -> bool {
+    EARLY_CHECKPOINTS.contains(&step) || step.is_multiple_of(CHECKPOINT_EVERY)
+}
+
+/// Whether the steps after `before` up to `after` pass a checkpoint step.
+fn checkpoint_between(before: usize, after: usize) -> bool {
+    (before + 1..=after).any(checkpoint_due)
+}
 
 /// Why a run trains on the CPU.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,8 +93,10 @@ pub struct Progress<O> {
     pub losses: Vec<(usize, f64)>,
     /// what the GPU job produced
     pub output: Option<O>,
-    /// why training stopped (the trainer kept its last good parameters)
+    /// why training stopped, for the user
     pub stopped: Option<String>,
+    /// the divergence that stopped it, when one did
+    pub divergence: Option<Divergence>,
     /// seconds the steps took
     pub seconds: f64,
 }
@@ -92,6 +107,7 @@ impl<O> Default for Progress<O> {
             losses: Vec::new(),
             output: None,
             stopped: None,
+            divergence: None,
             seconds: 0.0,
         }
     }
@@ -128,8 +144,10 @@ pub struct TrainerHost<J: GpuJob> {
     /// why it trains on the CPU, when it does
     pub cpu_reason: Option<CpuReason>,
     gpu: Option<GpuContext>,
-    /// steps taken before this trainer took over (after a move)
-    step_offset: usize,
+    /// the run's step when the trainer's own count was 0: the steps taken
+    /// before it took over (after a move or an import), less the steps a
+    /// restored checkpoint undid
+    step_base: i64,
     learning_rate: f64,
     /// a learning rate for the GPU trainer when it is next home
     pending_lr: Option<f64>,
@@ -138,8 +156,15 @@ pub struct TrainerHost<J: GpuJob> {
     /// caller's (the steps run on the GPU's own timeline: in a browser they
     /// do not hold up the frame)
     gpu_steps: Option<usize>,
-    /// the parameters at the last checkpoint
+    /// the parameters at the last checkpoint (at first the model the run
+    /// started from)
     checkpoint: Option<(usize, FlowModel<f64>)>,
+    /// the loss so far, watched for divergence
+    watch: LossWatch,
+    /// the latest verdict on the loss (a checkpoint is kept only when healthy)
+    verdict: Verdict,
+    /// the divergence that stopped the run last, until it goes on
+    divergence: Option<Divergence>,
 }
 
 impl<J: GpuJob> TrainerHost<J> {
@@ -149,8 +174,9 @@ impl<J: GpuJob> TrainerHost<J> {
         Self::at_step(spec, offer, 0)
     }
 
-    /// As [`Self::new`], for a run that has already taken `step_offset` steps.
-    fn at_step(spec: HostSpec, offer: GpuOffer, step_offset: usize) -> Result<Self, String> {
+    /// As [`Self::new`], for a run that has already taken `step_offset` steps
+    /// (an imported model, a run moved between devices).
+    pub fn at_step(spec: HostSpec, offer: GpuOffer, step_offset: usize) -> Result<Self, String> {
         let offer = match offer {
             Ok(_) if spec.fixed_centre => Err(CpuReason::FixedCentre),
             Ok(ctx) => match ctx.lost() {
@@ -176,16 +202,20 @@ impl<J: GpuJob> TrainerHost<J> {
                             steps_done: 0,
                         };
                         let device = inbox.trainer.as_ref().map(GpuTrainer::backend);
+                        let start = (step_offset, spec.model.clone());
                         return Ok(Self {
                             backend: Backend::Gpu(Rc::new(RefCell::new(inbox))),
                             device: device.unwrap_or_default(),
                             cpu_reason: None,
                             gpu: Some(ctx),
-                            step_offset,
+                            step_base: step_offset as i64,
                             learning_rate,
                             pending_lr: None,
                             gpu_steps: None,
-                            checkpoint: None,
+                            checkpoint: Some(start),
+                            watch: LossWatch::new(),
+                            verdict: Verdict::Healthy,
+                            divergence: None,
                         });
                     }
                     Err(why) => CpuReason::Unsupported(why),
@@ -194,6 +224,7 @@ impl<J: GpuJob> TrainerHost<J> {
             Err(reason) => reason,
         };
         let dim = spec.target.dim();
+        let start = (step_offset, spec.model.clone());
         let mut trainer = CpuTrainer::<f32>::new(spec.model, spec.target, spec.settings)?;
         if spec.fixed_centre {
             trainer.freeze(0..dim);
@@ -203,11 +234,14 @@ impl<J: GpuJob> TrainerHost<J> {
             backend: Backend::Cpu(Box::new(trainer)),
             cpu_reason: Some(reason),
             gpu: None,
-            step_offset,
+            step_base: step_offset as i64,
             learning_rate,
             pending_lr: None,
             gpu_steps: None,
-            checkpoint: None,
+            checkpoint: Some(start),
+            watch: LossWatch::new(),
+            verdict: Verdict::Healthy,
+            divergence: None,
         })
     }
 
@@ -233,11 +267,11 @@ impl<J: GpuJob> TrainerHost<J> {
 
     /// Steps taken so far (on the GPU: as far as the inbox has heard).
     pub fn steps_done(&self) -> usize {
-        self.step_offset
-            + match &self.backend {
-                Backend::Cpu(t) => t.steps_done(),
-                Backend::Gpu(inbox) => inbox.borrow().steps_done,
-            }
+        let trained = match &self.backend {
+            Backend::Cpu(t) => t.steps_done(),
+            Backend::Gpu(inbox) => inbox.borrow().steps_done,
+        };
+        run_step(self.step_base, trained)
     }
 
     /// The device a GPU run trains on.
@@ -298,11 +332,49 @@ impl<J: GpuJob> TrainerHost<J> {
     pub fn restore_checkpoint(&mut self) -> Result<usize, String> {
         let Some((step, model)) = self.checkpoint.clone() else {
             return Err(format!(
-                "no checkpoint yet (one is kept every {CHECKPOINT_EVERY} steps)"
+                "no checkpoint yet (the first is kept at step {})",
+                EARLY_CHECKPOINTS[0]
             ));
         };
         self.set_model(&model)?;
+        // the run's count goes back to the checkpoint's step
+        self.step_base -= (self.steps_done() - step.min(self.steps_done())) as i64;
+        self.watch = LossWatch::new();
+        self.divergence = None;
         Ok(step)
+    }
+
+    /// Goes on after a stop from the last good state at half the learning
+    /// rate: after a climb or a jump the parameters are bad, so the last
+    /// checkpoint comes back; after an overflow the trainer has already undone
+    /// the step. Returns the step the run goes on from and the new rate.
+    pub fn go_on_at_half_rate(&mut self) -> Result<(usize, f64), String> {
+        let step = match &self.divergence {
+            Some(d) if d.drifted() => self.restore_checkpoint()?,
+            _ => self.steps_done(),
+        };
+        self.divergence = None;
+        self.watch = LossWatch::new();
+        let lr = 0.5 * self.learning_rate;
+        self.set_learning_rate(lr);
+        Ok((step, lr))
+    }
+
+    /// The divergence that stopped the run, until it goes on.
+    pub fn divergence(&self) -> Option<&Divergence> {
+        self.divergence.as_ref()
+    }
+
+    /// Records what the watch makes of step `step`'s loss; the divergence, if any.
+    fn watch_loss(&mut self, loss: f64, step: usize) -> Option<Divergence> {
+        self.verdict = self.watch.observe(loss, step);
+        match &self.verdict {
+            Verdict::Diverged(d) => {
+                self.divergence = Some(d.clone());
+                Some(d.clone())
+            }
+            _ => None,
+        }
     }
 
     /// One frame of training: up to `steps` steps within `budget`. On the CPU
@@ -320,28 +392,31 @@ impl<J: GpuJob> TrainerHost<J> {
     }
 
     fn cpu_frame(&mut self, steps: usize, budget: Duration) -> Progress<J::Output> {
-        let Backend::Cpu(trainer) = &mut self.backend else {
-            return Progress::default();
-        };
         let mut progress = Progress::default();
         let start = Instant::now();
         while progress.losses.len() < steps && start.elapsed() < budget {
-            let step = self.step_offset + trainer.steps_done() + 1;
-            match trainer.step() {
-                Ok(loss) => {
-                    if let Some(why) = diverged(loss, step) {
-                        progress.stopped = Some(why);
-                        break;
-                    }
-                    progress.losses.push((step, loss));
-                    if step.is_multiple_of(CHECKPOINT_EVERY) {
-                        self.checkpoint = Some((step, trainer.model()));
-                    }
-                }
+            let Backend::Cpu(trainer) = &mut self.backend else {
+                break;
+            };
+            let step = run_step(self.step_base, trainer.steps_done()) + 1;
+            let loss = match trainer.step() {
+                Ok(loss) => loss,
                 Err(e) => {
                     progress.stopped = Some(stop_reason(&e));
                     break;
                 }
+            };
+            if let Some(d) = self.watch_loss(loss, step) {
+                progress.stopped = Some(d.to_string());
+                progress.divergence = Some(d);
+                break;
+            }
+            progress.losses.push((step, loss));
+            if checkpoint_due(step)
+                && self.verdict == Verdict::Healthy
+                && let Backend::Cpu(trainer) = &self.backend
+            {
+                self.checkpoint = Some((step, trainer.model()));
             }
         }
         progress.seconds = start.elapsed().as_secs_f64();
@@ -382,17 +457,17 @@ impl<J: GpuJob> TrainerHost<J> {
             return progress;
         }
         let inbox = Rc::clone(inbox);
-        let offset = self.step_offset;
+        let base = self.step_base;
         spawn(async move {
-            let before = offset + trainer.steps_done();
+            let before = run_step(base, trainer.steps_done());
             let start = Instant::now();
             let (losses, mut error) = match trainer.steps_async(steps).await {
                 Ok(losses) => (losses, None),
                 Err(e) => (Vec::new(), Some(stop_reason(&e))),
             };
             let seconds = start.elapsed().as_secs_f64();
-            let after = offset + trainer.steps_done();
-            let checkpoint = if after / CHECKPOINT_EVERY > before / CHECKPOINT_EVERY {
+            let after = run_step(base, trainer.steps_done());
+            let checkpoint = if checkpoint_between(before, after) {
                 Some((after, trainer.model_async().await))
             } else {
                 None
@@ -430,8 +505,9 @@ impl<J: GpuJob> TrainerHost<J> {
             ..Progress::default()
         };
         for (step, loss) in (back.first_step..).zip(back.losses) {
-            if let Some(why) = diverged(loss, step) {
-                progress.stopped = Some(why);
+            if let Some(d) = self.watch_loss(loss, step) {
+                progress.stopped = Some(d.to_string());
+                progress.divergence = Some(d);
                 break;
             }
             progress.losses.push((step, loss));
@@ -449,7 +525,11 @@ impl<J: GpuJob> TrainerHost<J> {
         {
             progress.stopped.get_or_insert(e);
         }
-        if back.checkpoint.is_some() {
+        // a checkpoint read while the loss was unhealthy is no good state
+        if back.checkpoint.is_some()
+            && progress.stopped.is_none()
+            && self.verdict == Verdict::Healthy
+        {
             self.checkpoint = back.checkpoint;
         }
         progress
@@ -471,13 +551,9 @@ impl<J: GpuJob> TrainerHost<J> {
     }
 }
 
-/// Why a loss stops the run, if it does.
-fn diverged(loss: f64, step: usize) -> Option<String> {
-    (!(loss.is_finite() && loss < LOSS_LIMIT)).then(|| {
-        format!(
-            "training diverged (loss {loss:.3e} at step {step}); lower the learning rate, or restore the last good state"
-        )
-    })
+/// The run's step after the trainer's own `trained` steps, from its base.
+fn run_step(base: i64, trained: usize) -> usize {
+    (base + trained as i64).max(0) as usize
 }
 
 /// Why a failed step stops the run, for the user.

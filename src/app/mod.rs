@@ -13,6 +13,7 @@ pub mod host;
 pub mod lab;
 pub mod playground;
 pub mod query;
+pub mod rate;
 pub mod web;
 pub mod widgets;
 
@@ -22,7 +23,9 @@ use lab::Phi4Lab;
 use lab::settings::LabSettings;
 use playground::Playground;
 use playground::settings::Settings;
-use web_time::{Duration, Instant};
+use query::{Appearance, ZOOMS};
+use rate::RateMeter;
+use web_time::Duration;
 
 /// The share of a frame training may take.
 const TRAIN_BUDGET: Duration = Duration::from_millis(14);
@@ -45,9 +48,12 @@ pub struct PlaygroundApp {
     lab: Option<Phi4Lab>,
     /// the tab title last set (web: the tab shows the run's progress)
     title: String,
-    /// frames per second, smoothed
-    fps: f64,
-    last_frame: Option<Instant>,
+    /// frames so far, and their rate on the wall clock
+    frames: usize,
+    frame_meter: RateMeter,
+    /// the address last written (it follows the page: the run on screen,
+    /// the theme and the text size)
+    query: String,
     /// the share of a frame the playground's training may take
     train_budget: Duration,
 }
@@ -55,8 +61,15 @@ pub struct PlaygroundApp {
 impl PlaygroundApp {
     /// The app as the page's address describes it (natively: the defaults),
     /// looking for a GPU to train on.
-    pub fn new(_cc: &eframe::CreationContext<'_>) -> Self {
+    pub fn new(cc: &eframe::CreationContext<'_>) -> Self {
         let query = web::page_query();
+        let appearance = Appearance::from_query(&query);
+        if let Some(theme) = appearance.theme {
+            cc.egui_ctx.set_theme(theme);
+        }
+        if let Some(zoom) = appearance.zoom {
+            cc.egui_ctx.set_zoom_factor(zoom);
+        }
         let devices = Devices::default();
         devices.find();
         if query.contains("lab=phi4") {
@@ -89,8 +102,9 @@ impl PlaygroundApp {
             devices,
             lab: None,
             title: String::new(),
-            fps: 0.0,
-            last_frame: None,
+            frames: 0,
+            frame_meter: RateMeter::new(),
+            query: String::new(),
             train_budget: TRAIN_BUDGET,
         }
     }
@@ -161,24 +175,62 @@ impl PlaygroundApp {
                 {
                     self.open_lab(None);
                 }
+                ui.separator();
+                Self::text_size_ui(ui);
             });
         });
     }
 
-    /// Smooths the frame rate from the time since the last frame.
+    /// Counts a frame for the frame rate.
     fn count_frame(&mut self) {
-        let now = Instant::now();
-        if let Some(last) = self.last_frame {
-            let dt = now.duration_since(last).as_secs_f64();
-            if dt > 0.0 {
-                self.fps = if self.fps == 0.0 {
-                    1.0 / dt
-                } else {
-                    0.9 * self.fps + 0.1 / dt
-                };
-            }
+        self.frames += 1;
+        self.frame_meter.record(self.frames);
+    }
+
+    /// The page's address: the run on screen (the playground's or the lab's
+    /// settings) and the appearance.
+    pub fn query(&self, ctx: &egui::Context) -> String {
+        let page = match (self.page, &self.lab) {
+            (Page::Phi4Lab, Some(lab)) => lab.query(),
+            _ => self.playground.query().unwrap_or_default(),
+        };
+        format!("{page}{}", Appearance::of(ctx).to_query())
+    }
+
+    /// Keeps the address bar on what the page shows (replacing the history
+    /// entry: no new one per change).
+    fn update_address(&mut self, ctx: &egui::Context) {
+        let query = self.query(ctx);
+        if query != self.query {
+            web::set_page_query(&query);
+            self.query = query;
         }
-        self.last_frame = Some(now);
+    }
+
+    /// The text size: smaller, the percentage, larger (for a projector).
+    fn text_size_ui(ui: &mut egui::Ui) {
+        let zoom = ui.ctx().zoom_factor();
+        let mut next = zoom;
+        if ui
+            .small_button("A-")
+            .on_hover_text("Smaller text and views.")
+            .clicked()
+        {
+            next = zoom - 0.25;
+        }
+        ui.label(format!("{:.0}%", 100.0 * zoom))
+            .on_hover_text("Text size: larger for a projector or a class.");
+        if ui
+            .small_button("A+")
+            .on_hover_text("Larger text and views.")
+            .clicked()
+        {
+            next = zoom + 0.25;
+        }
+        let next = next.clamp(*ZOOMS.start(), *ZOOMS.end());
+        if next != zoom {
+            ui.ctx().set_zoom_factor(next);
+        }
     }
 
     /// Shows the page's progress in the browser tab.
@@ -206,8 +258,12 @@ impl eframe::App for PlaygroundApp {
         self.page_switch_ui(ui);
         match (self.page, &mut self.lab) {
             (Page::Phi4Lab, Some(lab)) => lab.ui(ui, TRAIN_BUDGET),
-            _ => self.playground.ui(ui, self.train_budget, self.fps),
+            _ => {
+                let fps = self.frame_meter.per_second();
+                self.playground.ui(ui, self.train_budget, fps)
+            }
         }
         self.update_title();
+        self.update_address(ui.ctx());
     }
 }

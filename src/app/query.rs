@@ -2,61 +2,188 @@
 //! used when it is valid, and the rest are named, so a malformed link still
 //! opens a working page and says what it ignored.
 
-/// Hands each `key=value` entry of a URL query to `apply`, which uses it and
-/// says whether it was valid; returns the entries that were not.
-pub fn apply_query(query: &str, mut apply: impl FnMut(&str, &str) -> bool) -> Vec<String> {
+use eframe::egui;
+use std::fmt::Display;
+
+/// What a page makes of one entry of its link: used, or why not.
+pub type Entry = Result<(), String>;
+
+/// Hands each `key=value` entry of a URL query to `apply`, which uses it or
+/// says why not; returns the entries it did not use, each with the reason
+/// (`lr=1 (out of range: 0.0001 to 0.1)`).
+pub fn apply_query(query: &str, mut apply: impl FnMut(&str, &str) -> Entry) -> Vec<String> {
     query
         .trim_start_matches('?')
         .split('&')
         .filter(|pair| !pair.is_empty())
-        .filter(|pair| {
+        .filter_map(|pair| {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            !apply(key, value)
+            apply(key, value).err().map(|why| format!("{pair} ({why})"))
         })
-        .map(str::to_string)
         .collect()
 }
 
-/// Stores `value` when `valid`; says whether it was.
-pub fn set_if<T>(slot: &mut T, value: T, valid: bool) -> bool {
-    if valid {
-        *slot = value;
-    }
-    valid
+/// The app's own entries, which every page's link may carry: the theme and
+/// the text size.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Appearance {
+    pub theme: Option<egui::ThemePreference>,
+    /// the zoom factor, within [`ZOOMS`]
+    pub zoom: Option<f32>,
 }
 
-/// Stores `value` parsed when it lies in `range`; says whether it did.
-pub fn parse_in<T: std::str::FromStr + PartialOrd>(
+/// The text sizes the page offers (egui's zoom factor).
+pub const ZOOMS: std::ops::RangeInclusive<f32> = 0.75..=2.5;
+
+impl Appearance {
+    /// Uses `key=value` when it is one of the app's entries; `None` when the
+    /// key is not the app's (the page's settings take it).
+    pub fn apply(&mut self, key: &str, value: &str) -> Option<Entry> {
+        match key {
+            "theme" => Some(match value {
+                "dark" => set_if(&mut self.theme, Some(egui::ThemePreference::Dark), true, ""),
+                "light" => set_if(
+                    &mut self.theme,
+                    Some(egui::ThemePreference::Light),
+                    true,
+                    "",
+                ),
+                "system" => set_if(
+                    &mut self.theme,
+                    Some(egui::ThemePreference::System),
+                    true,
+                    "",
+                ),
+                _ => Err("one of dark, light, system".into()),
+            }),
+            "zoom" => {
+                let mut zoom = 1.0;
+                let entry = parse_in(&mut zoom, value, ZOOMS);
+                if entry.is_ok() {
+                    self.zoom = Some(zoom);
+                }
+                Some(entry)
+            }
+            _ => None,
+        }
+    }
+
+    /// The appearance a link asks for (its other entries are ignored here).
+    pub fn from_query(query: &str) -> Self {
+        let mut appearance = Self::default();
+        apply_query(query, |key, value| {
+            appearance.apply(key, value).unwrap_or(Ok(()))
+        });
+        appearance
+    }
+
+    /// The appearance the page has now.
+    pub fn of(ctx: &egui::Context) -> Self {
+        Self {
+            theme: Some(ctx.options(|o| o.theme_preference)),
+            zoom: Some(ctx.zoom_factor()),
+        }
+    }
+
+    /// The entries for a link (empty for the defaults: the system's theme, 100%).
+    pub fn to_query(&self) -> String {
+        let mut entries = Vec::new();
+        match self.theme {
+            Some(egui::ThemePreference::Dark) => entries.push("theme=dark".to_string()),
+            Some(egui::ThemePreference::Light) => entries.push("theme=light".to_string()),
+            _ => {}
+        }
+        if let Some(zoom) = self.zoom.filter(|z| (z - 1.0).abs() > 1e-3) {
+            entries.push(format!("zoom={zoom}"));
+        }
+        entries.iter().map(|e| format!("&{e}")).collect()
+    }
+}
+
+/// The reason for a key the page does not know.
+pub fn unknown() -> Entry {
+    Err("not a setting".into())
+}
+
+/// Stores `value` when `valid`, else names the values that are.
+pub fn set_if<T>(slot: &mut T, value: T, valid: bool, expected: &str) -> Entry {
+    if !valid {
+        return Err(format!("expected {expected}"));
+    }
+    *slot = value;
+    Ok(())
+}
+
+/// Stores `value` parsed when it lies in `range`, else says why not.
+pub fn parse_in<T: std::str::FromStr + PartialOrd + Display>(
     slot: &mut T,
     value: &str,
     range: std::ops::RangeInclusive<T>,
-) -> bool {
+) -> Entry {
     match value.parse::<T>() {
         Ok(v) if range.contains(&v) => {
             *slot = v;
-            true
+            Ok(())
         }
-        _ => false,
+        Ok(_) => Err(format!(
+            "out of range: {} to {}",
+            range.start(),
+            range.end()
+        )),
+        Err(_) => Err("not a number".into()),
     }
 }
 
-/// Stores the entry of `choices` whose name is `value`; says whether there was one.
-pub fn pick<T: Copy>(slot: &mut T, value: &str, choices: &[T], name: impl Fn(&T) -> &str) -> bool {
+/// Stores the entry of `choices` whose name is `value`, else names the choices.
+pub fn pick<T: Copy>(slot: &mut T, value: &str, choices: &[T], name: impl Fn(&T) -> &str) -> Entry {
     match choices.iter().find(|c| name(c) == value) {
         Some(&c) => {
             *slot = c;
-            true
+            Ok(())
         }
-        None => false,
+        None => Err(format!(
+            "one of {}",
+            choices.iter().map(&name).collect::<Vec<_>>().join(", ")
+        )),
     }
 }
 
 /// The sentence a page shows about the entries of its link it ignored.
 pub fn ignored_note(ignored: &[String]) -> Option<String> {
+    let verb = if ignored.len() == 1 { "was" } else { "were" };
     (!ignored.is_empty()).then(|| {
         format!(
-            "The link's {} was not understood and was ignored.",
+            "The link's {} {verb} ignored; the defaults are used instead.",
             ignored.join(", ")
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_appearance_travels_in_the_link() {
+        let a = Appearance {
+            theme: Some(egui::ThemePreference::Light),
+            zoom: Some(1.5),
+        };
+        assert_eq!(a.to_query(), "&theme=light&zoom=1.5");
+        assert_eq!(
+            Appearance::from_query(&format!("?target=rings{}", a.to_query())),
+            a
+        );
+        let mut b = Appearance::default();
+        assert_eq!(
+            b.apply("zoom", "9"),
+            Some(Err("out of range: 0.75 to 2.5".into()))
+        );
+        assert_eq!(
+            b.apply("theme", "pink"),
+            Some(Err("one of dark, light, system".into()))
+        );
+        assert_eq!(b.apply("seed", "1"), None);
+        assert_eq!(b, Appearance::default());
+    }
 }

@@ -2,8 +2,11 @@
 //! diverged runs' way back, and where the runs train.
 
 use super::Phi4Lab;
-use super::settings::{FAMILIES, FLOWS, flow_name};
-use crate::app::web::{page_link, set_page_query};
+use super::settings::{
+    BATCHES, FAMILIES, FLOWS, LAMBDAS, LEARNING_RATES, MASSES, SIZES, flow_name,
+};
+use crate::app::query::Appearance;
+use crate::app::web::page_link;
 use eframe::egui;
 
 impl Phi4Lab {
@@ -14,8 +17,21 @@ impl Phi4Lab {
             "Flows learn the phi^4 lattice field theory from its action alone \
              (reverse KL), checked against Hamiltonian Monte Carlo.",
         );
+        let mut dismiss = false;
         if let Some(m) = &self.message {
-            ui.colored_label(ui.visuals().warn_fg_color, m);
+            ui.horizontal_wrapped(|ui| {
+                ui.colored_label(ui.visuals().warn_fg_color, m);
+                dismiss = ui
+                    .small_button("OK")
+                    .on_hover_text("Hide this message.")
+                    .clicked();
+            });
+        }
+        if dismiss {
+            self.message = None;
+        }
+        if let Some(n) = &self.notice {
+            ui.label(n);
         }
         ui.separator();
         self.couplings_ui(ui);
@@ -31,13 +47,13 @@ impl Phi4Lab {
     fn couplings_ui(&mut self, ui: &mut egui::Ui) {
         let s = &mut self.settings;
         ui.add(
-            egui::Slider::new(&mut s.size, 4..=16)
+            egui::Slider::new(&mut s.size, SIZES)
                 .step_by(2.0)
                 .text("lattice L"),
         )
         .on_hover_text("The lattice is L x L with periodic boundaries.");
         ui.add(
-            egui::Slider::new(&mut s.m2, -8.0..=2.0)
+            egui::Slider::new(&mut s.m2, MASSES)
                 .step_by(0.25)
                 .text("m^2"),
         )
@@ -46,7 +62,7 @@ impl Phi4Lab {
              large lambda and orders into two modes (M > 0 or M < 0) for small lambda.",
         );
         ui.add(
-            egui::Slider::new(&mut s.lambda, 0.0..=16.0)
+            egui::Slider::new(&mut s.lambda, LAMBDAS)
                 .step_by(0.25)
                 .text("lambda"),
         )
@@ -55,11 +71,19 @@ impl Phi4Lab {
                  lambda = 2 is broken (two modes, M > 0 and M < 0).",
         );
         ui.horizontal(|ui| {
-            if ui.button("symmetric point").clicked() {
+            if ui
+                .button("symmetric point")
+                .on_hover_text("m^2 = -4, lambda = 8: the runs start again there.")
+                .clicked()
+            {
                 s.m2 = -4.0;
                 s.lambda = 8.0;
             }
-            if ui.button("broken point").clicked() {
+            if ui
+                .button("broken point")
+                .on_hover_text("m^2 = -4, lambda = 2: the runs start again there.")
+                .clicked()
+            {
                 s.m2 = -4.0;
                 s.lambda = 2.0;
             }
@@ -90,14 +114,14 @@ impl Phi4Lab {
             );
         let lr_changed = ui
             .add(
-                egui::Slider::new(&mut s.learning_rate, 1e-4..=3e-2)
+                egui::Slider::new(&mut s.learning_rate, LEARNING_RATES)
                     .logarithmic(true)
                     .text("learning rate"),
             )
             .on_hover_text("Adam's step size, applied at once.")
             .changed();
-        ui.add(egui::Slider::new(&mut s.batch, 16..=256).text("batch"))
-            .on_hover_text("Flow samples a training step; applied by Reset or Compare.");
+        ui.add(egui::Slider::new(&mut s.batch, BATCHES).text("batch"))
+            .on_hover_text("Flow samples a training step; the runs start again at once.");
         if lr_changed {
             let lr = s.learning_rate;
             for run in &mut self.runs {
@@ -131,9 +155,16 @@ impl Phi4Lab {
             .on_hover_text("Copies a link that opens the lab with these settings.")
             .clicked()
         {
-            let query = self.settings.to_query();
+            let query = self.query() + &Appearance::of(ui.ctx()).to_query();
             ui.ctx().copy_text(page_link(&query));
-            set_page_query(&query);
+            self.notice = Some("Link copied.".into());
+        }
+        if ui
+            .button("Save PNG of the views")
+            .on_hover_text("The fields, the histogram and the curves as one picture.")
+            .clicked()
+        {
+            self.save_asked = true;
         }
     }
 

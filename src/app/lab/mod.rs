@@ -17,6 +17,7 @@ pub mod settings;
 pub mod views;
 
 use super::devices::Devices;
+use super::files::ViewSaver;
 use super::host::{CpuReason, GpuOffer, HostSpec};
 use crate::bijection::Family;
 use crate::gpu::GpuContext;
@@ -61,8 +62,13 @@ const COLOURS: [Color32; 3] = [
 
 /// The lab: its settings, the runs training side by side, and the reference.
 pub struct Phi4Lab {
-    /// the settings being edited (applied by Reset and Compare)
+    /// the settings as the controls show them (a change starts the runs
+    /// again at once; the learning rate reaches the runs on screen)
     pub settings: LabSettings,
+    /// the settings the runs on screen started from
+    applied: Option<LabSettings>,
+    /// settings that failed to start (not tried again each frame)
+    failed: Option<LabSettings>,
     /// the theory the runs train on
     model: Option<Phi4>,
     /// one run, or the three of a comparison
@@ -73,6 +79,11 @@ pub struct Phi4Lab {
     pub running: bool,
     /// why the last reset failed, or what its link had that was ignored
     pub message: Option<String>,
+    /// what the last action did (a PNG saved)
+    pub notice: Option<String>,
+    /// "save PNG" was pressed: the views are saved after this frame
+    save_asked: bool,
+    saver: ViewSaver,
     /// the page's GPU
     devices: Devices,
     /// the GPU the runs were offered when they started
@@ -93,11 +104,16 @@ impl Phi4Lab {
         let prefer_gpu = devices.context().is_none_or(|g| !g.software);
         let mut lab = Self {
             settings,
+            applied: None,
+            failed: None,
             model: None,
             runs: Vec::new(),
             reference: None,
             running: false,
             message: None,
+            notice: None,
+            save_asked: false,
+            saver: ViewSaver::default(),
             offered: devices.context(),
             devices,
             prefer_gpu,
@@ -177,12 +193,17 @@ impl Phi4Lab {
                 self.model = Some(model);
                 self.runs = runs;
                 self.message = None;
+                self.applied = Some(self.settings.clone());
+                self.failed = None;
                 self.offered = self.devices.context();
                 for k in 0..self.runs.len() {
                     self.measure_on_cpu(k);
                 }
             }
-            Err(e) => self.message = Some(e),
+            Err(e) => {
+                self.message = Some(e);
+                self.failed = Some(self.settings.clone());
+            }
         }
     }
 
@@ -354,8 +375,42 @@ impl Phi4Lab {
 
     /// Lets a diverged run go on from its last good state with half the step size.
     fn resume(&mut self, k: usize) {
-        self.runs[k].resume();
-        self.running = true;
+        match self.runs[k].resume() {
+            Ok(()) => self.running = true,
+            Err(e) => self.message = Some(format!("{}: {e}", self.runs[k].label)),
+        }
+    }
+
+    /// Applies the settings the controls show at once: the learning rate to
+    /// the runs on screen, anything else by starting the runs again (the
+    /// comparison if one is on screen), playing if they played, once no
+    /// slider is being dragged.
+    fn apply_settings(&mut self, ui: &egui::Ui) {
+        let Some(applied) = &self.applied else {
+            return;
+        };
+        let same = LabSettings {
+            learning_rate: applied.learning_rate,
+            ..self.settings.clone()
+        } == *applied;
+        if same
+            || self.failed.as_ref() == Some(&self.settings)
+            || ui.input(|i| i.pointer.any_down())
+        {
+            return;
+        }
+        let running = self.running;
+        if self.runs.len() > 1 {
+            self.compare();
+        } else {
+            self.reset();
+        }
+        self.running = running && self.message.is_none();
+    }
+
+    /// The lab's address: the settings of the runs on screen.
+    pub fn query(&self) -> String {
+        self.applied.as_ref().unwrap_or(&self.settings).to_query()
     }
 
     /// The lab's keys: space plays or pauses, r resets.
@@ -375,6 +430,9 @@ impl Phi4Lab {
 
     /// One frame of the lab: input, training, then its panels.
     pub fn ui(&mut self, ui: &mut egui::Ui, budget: Duration) {
+        if let Some(done) = self.saver.finish(ui.ctx()) {
+            self.notice = Some(done);
+        }
         self.keyboard(ui);
         self.adopt_gpu();
         self.train_for(budget);
@@ -392,9 +450,15 @@ impl Phi4Lab {
         egui::Panel::bottom("loss")
             .default_size(150.0)
             .show(ui, |ui| self.curves_ui(ui));
-        egui::CentralPanel::default().show(ui, |ui| {
+        let views = egui::CentralPanel::default().show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| self.views_ui(ui))
         });
+        if std::mem::take(&mut self.save_asked) {
+            let step = self.runs.first().map_or(0, LabRun::steps);
+            let file = format!("flowplay-phi4-step{step}.png");
+            self.saver.request(ui.ctx(), file, views.response.rect);
+        }
+        self.apply_settings(ui);
     }
 
     /// The first run's progress for the browser tab's title (the end-to-end

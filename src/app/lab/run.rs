@@ -120,19 +120,36 @@ impl LabRun {
         self.losses.extend(progress.losses);
         self.train_time += Duration::from_secs_f64(progress.seconds);
         if let Some(why) = progress.stopped {
-            self.stopped = Some(why);
+            self.stopped = Some(match progress.divergence {
+                Some(_) => format!(
+                    "{why}. Likely cause: the learning rate, {}, is too high for this design",
+                    self.host.learning_rate()
+                ),
+                None => why,
+            });
         }
         progress.output
     }
 
-    /// Goes on from the last good state with half the step size.
-    pub fn resume(&mut self) {
+    /// Goes on from the last good state (the last checkpoint, when the loss
+    /// drifted away from it) with half the step size; the curves go back to
+    /// that step.
+    pub fn resume(&mut self) -> Result<(), String> {
+        let (step, lr) = self.host.go_on_at_half_rate()?;
         self.stopped = None;
-        let lr = self.host.learning_rate() * 0.5;
-        self.host.set_learning_rate(lr);
+        for series in [
+            &mut self.losses,
+            &mut self.ess,
+            &mut self.acceptance,
+            &mut self.positive,
+        ] {
+            series.retain(|&(at, _)| at <= step);
+        }
+        self.measured_at = self.measured_at.map(|at| at.min(step));
         self.label = format!(
             "{} (lr {lr:.0e})",
             self.label.split(" (lr").next().unwrap_or("")
         );
+        Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! What the user chooses in the phi^4 lab, and its home in the URL.
 
-use crate::app::query::{apply_query, parse_in, pick, set_if};
+use crate::app::query::{Appearance, Entry, apply_query, parse_in, pick, set_if, unknown};
 use crate::bijection::Family;
 use crate::flow::FlowKind;
 use crate::phi4::design::Design;
@@ -8,6 +8,13 @@ use crate::target::phi4::{Couplings, Phi4};
 
 /// The flows the lab offers: the lattice coupling flow and the radial flow
 /// on the whole field.
+/// The ranges the lab's sliders offer, which a link is held to as well.
+pub const SIZES: std::ops::RangeInclusive<usize> = 4..=16;
+pub const MASSES: std::ops::RangeInclusive<f64> = -8.0..=2.0;
+pub const LAMBDAS: std::ops::RangeInclusive<f64> = 0.0..=16.0;
+pub const LEARNING_RATES: std::ops::RangeInclusive<f64> = 1e-4..=3e-2;
+pub const BATCHES: std::ops::RangeInclusive<usize> = 16..=256;
+
 pub const FLOWS: [FlowKind; 2] = [FlowKind::Lattice, FlowKind::Radial];
 
 /// The families the lab offers.
@@ -81,21 +88,30 @@ impl LabSettings {
     /// Settings from a URL query: valid entries are used, the rest named.
     pub fn from_query(query: &str) -> (Self, Vec<String>) {
         let mut s = Self::default();
-        let ignored = apply_query(query, |key, value| match key {
-            "lab" => value == "phi4",
-            "L" => {
-                value.parse::<usize>().is_ok_and(|l| l % 2 == 0)
-                    && parse_in(&mut s.size, value, 4..=16)
+        let ignored = apply_query(query, |key, value| -> Entry {
+            match key {
+                "lab" => set_if(&mut (), (), value == "phi4", "phi4"),
+                "L" if value.parse::<usize>().is_ok_and(|l| l % 2 == 1) => {
+                    Err("the lattice size must be even".into())
+                }
+                "L" => parse_in(&mut s.size, value, SIZES),
+                "m2" => parse_in(&mut s.m2, value, MASSES),
+                "lambda" => parse_in(&mut s.lambda, value, LAMBDAS),
+                "flow" => pick(&mut s.flow, value, &FLOWS, |&k| flow_name(k)),
+                "family" => pick(&mut s.family, value, &FAMILIES, |f| f.name()),
+                "z2" => set_if(
+                    &mut s.z2,
+                    value == "1",
+                    value == "0" || value == "1",
+                    "0 or 1",
+                ),
+                "lr" => parse_in(&mut s.learning_rate, value, LEARNING_RATES),
+                "batch" => parse_in(&mut s.batch, value, BATCHES),
+                "seed" => parse_in(&mut s.seed, value, 0..=u64::MAX),
+                _ => Appearance::default()
+                    .apply(key, value)
+                    .unwrap_or_else(unknown),
             }
-            "m2" => parse_in(&mut s.m2, value, -8.0..=4.0),
-            "lambda" => parse_in(&mut s.lambda, value, 0.0..=20.0),
-            "flow" => pick(&mut s.flow, value, &FLOWS, |&k| flow_name(k)),
-            "family" => pick(&mut s.family, value, &FAMILIES, |f| f.name()),
-            "z2" => set_if(&mut s.z2, value == "1", value == "0" || value == "1"),
-            "lr" => parse_in(&mut s.learning_rate, value, 1e-5..=0.1),
-            "batch" => parse_in(&mut s.batch, value, 8..=1024),
-            "seed" => parse_in(&mut s.seed, value, 0..=u64::MAX),
-            _ => false,
         });
         (s, ignored)
     }

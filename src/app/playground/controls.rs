@@ -3,11 +3,15 @@
 
 use super::lessons::lessons;
 use super::session::Status;
-use super::settings::{FAMILIES, FLOW_KINDS, TargetChoice, target_names};
+use super::settings::{
+    BATCHES, FAMILIES, FLOW_KINDS, LAYERS, LEARNING_RATES, STACKS, STEPS_PER_FRAME, TargetChoice,
+    WIDTHS, target_names,
+};
 use super::views::Scale;
 use super::{Playground, drawing, explorer};
 use crate::app::host::CpuReason;
-use crate::app::web::{page_link, set_page_query};
+use crate::app::query::Appearance;
+use crate::app::web::page_link;
 use crate::flow::FlowKind;
 use eframe::egui::{self, RichText};
 
@@ -22,7 +26,10 @@ impl Playground {
         self.flow_ui(ui);
         self.training_ui(ui);
         ui.separator();
-        self.run_buttons_ui(ui);
+        // a narrow screen has them above the drawer
+        if !self.narrow {
+            self.run_buttons_ui(ui);
+        }
         self.share_ui(ui);
         ui.separator();
         self.device_ui(ui);
@@ -90,6 +97,7 @@ impl Playground {
 
     fn flow_ui(&mut self, ui: &mut egui::Ui) {
         let s = &mut self.settings;
+        let flow_before = s.flow;
         egui::ComboBox::from_label("flow")
             .selected_text(s.flow.name())
             .show_ui(ui, |ui| {
@@ -99,6 +107,12 @@ impl Playground {
             })
             .response
             .on_hover_text("Radial flows move mass along rays from a centre; coupling flows transform one coordinate given the other.");
+        if s.flow != flow_before
+            && let Some(note) = s.suit_flow()
+        {
+            self.notice = Some(note);
+        }
+        let s = &mut self.settings;
         egui::ComboBox::from_label("bijection")
             .selected_text(s.family.name())
             .show_ui(ui, |ui| {
@@ -113,16 +127,16 @@ impl Playground {
             _ => false,
         };
         ui.add_enabled(smooth, egui::Checkbox::new(&mut s.reverse_kl, "reverse KL"))
-            .on_hover_text("Learn from the target's density instead of its samples (targets with both: 8gaussians, rings, circles, spiral, annulus); energies always use reverse KL. Applies at the next reset.")
+            .on_hover_text("Learn from the target's density instead of its samples (targets with both: 8gaussians, rings, circles, spiral, annulus); energies always use reverse KL. A new run starts at once.")
             .on_disabled_hover_text("This target has only samples (forward KL) or only a density (reverse KL).");
-        ui.add(egui::Slider::new(&mut s.stack, 1..=128).text("stack"))
+        ui.add(egui::Slider::new(&mut s.stack, STACKS).text("stack"))
             .on_hover_text("Scalar layers composed in each stack.");
         if s.flow == FlowKind::Coupling {
-            ui.add(egui::Slider::new(&mut s.layers, 1..=16).text("coupling layers"))
+            ui.add(egui::Slider::new(&mut s.layers, LAYERS).text("coupling layers"))
                 .on_hover_text(
                     "Coupling layers, alternating which coordinate moves given the other.",
                 );
-            ui.add(egui::Slider::new(&mut s.width, 8..=256).text("width"))
+            ui.add(egui::Slider::new(&mut s.width, WIDTHS).text("width"))
                 .on_hover_text("Width of each layer's ResNet conditioner.");
         }
     }
@@ -131,7 +145,7 @@ impl Playground {
         let mut lr = self.settings.learning_rate;
         if ui
             .add(
-                egui::Slider::new(&mut lr, 1e-4..=1e-1)
+                egui::Slider::new(&mut lr, LEARNING_RATES)
                     .logarithmic(true)
                     .text("learning rate"),
             )
@@ -145,18 +159,18 @@ impl Playground {
         }
         let s = &mut self.settings;
         ui.add(
-            egui::Slider::new(&mut s.batch, 16..=4096)
+            egui::Slider::new(&mut s.batch, BATCHES)
                 .logarithmic(true)
                 .text("batch"),
         )
-        .on_hover_text("Samples per training step; applies at the next reset.");
-        ui.add(egui::Slider::new(&mut s.steps_per_frame, 1..=64).text("steps / frame"))
+        .on_hover_text("Samples per training step; a new run starts at once.");
+        ui.add(egui::Slider::new(&mut s.steps_per_frame, STEPS_PER_FRAME).text("steps / frame"))
             .on_hover_text("Training steps per frame, as far as the frame budget allows.");
         ui.add(egui::DragValue::new(&mut s.seed).prefix("seed "))
             .on_hover_text("The random seed of the initial model and the batches: the same seed, the same run.");
     }
 
-    fn run_buttons_ui(&mut self, ui: &mut egui::Ui) {
+    pub(super) fn run_buttons_ui(&mut self, ui: &mut egui::Ui) {
         ui.horizontal(|ui| {
             let running = self
                 .session
@@ -178,7 +192,7 @@ impl Playground {
             }
             if ui
                 .button("Reset")
-                .on_hover_text("A new model from these settings, at step 0 (r).")
+                .on_hover_text("A new model from these settings, at step 0 (r). Changing a setting starts one by itself.")
                 .clicked()
             {
                 self.reset();
@@ -189,12 +203,11 @@ impl Playground {
     fn share_ui(&mut self, ui: &mut egui::Ui) {
         if ui
             .button("Copy link")
-            .on_hover_text("Copies a link that opens this experiment with these settings.")
+            .on_hover_text("Copies a link that opens the run on screen (its settings, the theme and the text size). The address bar always holds it too.")
             .clicked()
         {
-            let query = self.settings.to_query();
+            let query = self.query().unwrap_or_default() + &Appearance::of(ui.ctx()).to_query();
             ui.ctx().copy_text(page_link(&query));
-            set_page_query(&query);
             self.notice = Some(match self.settings.target {
                 TargetChoice::Preset(_) => "Link copied.".into(),
                 _ => "Link copied; an uploaded image or a drawing is not part of it.".into(),
@@ -277,12 +290,17 @@ impl Playground {
             ui.label(format!(
                 "step {} | {:.0} steps/s{fps}",
                 session.steps_done(),
-                session.steps_per_second,
+                session.steps_per_second(),
             ))
-            .on_hover_text("Training steps so far, training speed, and (while training) the page's frame rate.");
+            .on_hover_text("Training steps so far, and while training, steps and frames per second of wall-clock time.");
         }
         if look_again {
             self.devices.find();
+            self.notice = Some(match self.devices.context() {
+                Some(gpu) => format!("Found a GPU: {}.", gpu.adapter_name),
+                None if self.devices.starting() => "Asking for a GPU...".into(),
+                None => "Still no GPU: the CPU trains.".into(),
+            });
         }
         if move_here {
             self.move_run(true);
@@ -290,7 +308,7 @@ impl Playground {
         if ui
             .checkbox(&mut self.prefer_gpu, "train on the GPU")
             .on_hover_text(
-                "Where there is a GPU; untick to compare with the CPU. Applies at the next reset.",
+                "Where there is a GPU; untick to compare with the CPU. A new run starts at once.",
             )
             .changed()
         {

@@ -2,8 +2,8 @@
 //! the target allows (held-out NLL, grid KL, reverse KL and ESS/N).
 
 use super::Playground;
-use super::session::{Metrics, Session};
-use crate::app::widgets::plots::{loss_ui, series_ui};
+use super::session::{Metrics, Session, Status};
+use crate::app::widgets::plots::{LossPlot, loss_ui, series_ui};
 use crate::target::TargetKind;
 use crate::train::Loss;
 use eframe::egui::{self, Vec2};
@@ -15,6 +15,8 @@ type Series = Vec<(usize, f64)>;
 struct SidePlot {
     title: &'static str,
     points: Series,
+    /// fixed axes, where the metric has a natural range
+    fixed: Option<(f64, f64)>,
     hover: &'static str,
 }
 
@@ -34,11 +36,13 @@ fn side_plots(session: &Session) -> Vec<SidePlot> {
         side.push(SidePlot {
             title: "ESS/N",
             points: series(session, |m| m.ess),
+            fixed: Some((0.0, 1.0)),
             hover: "Effective sample size of the flow's importance weights against the target, over N: 1 is perfect.",
         });
         side.push(SidePlot {
             title: "reverse KL",
             points: series(session, |m| m.reverse_kl),
+            fixed: None,
             hover: "KL(q || p) from 500 flow samples (with log Z estimated where it is not known).",
         });
     }
@@ -47,6 +51,7 @@ fn side_plots(session: &Session) -> Vec<SidePlot> {
         side.push(SidePlot {
             title: "grid KL",
             points: grid,
+            fixed: None,
             hover: "KL(target || model) on the view's grid: how far the heatmap is from the target's density.",
         });
     }
@@ -55,6 +60,7 @@ fn side_plots(session: &Session) -> Vec<SidePlot> {
         side.push(SidePlot {
             title: "held-out NLL",
             points: held_out,
+            fixed: None,
             hover: "Mean -log q of 500 target samples never trained on; rising while the loss falls means overfitting.",
         });
     }
@@ -73,8 +79,9 @@ fn loss_label(session: &Session) -> &'static str {
 }
 
 impl Playground {
-    /// The loss curve, and beside it the metrics the target allows.
-    pub(super) fn curves_ui(&mut self, ui: &mut egui::Ui) {
+    /// The loss curve (with the previous run's in grey), and beside it (below
+    /// it on a narrow screen) the metrics the target allows.
+    pub(super) fn curves_ui(&mut self, ui: &mut egui::Ui, narrow: bool) {
         let Some(session) = &self.session else {
             return;
         };
@@ -84,34 +91,60 @@ impl Playground {
             Loss::ForwardKl => series(session, |m| m.held_out_nll),
             Loss::ReverseKl => Vec::new(),
         };
-        // up to two metrics in a column, more in two columns
-        let columns = if side.len() > 2 { 2 } else { 1 };
-        let side_width = match side.len() {
-            0 => 0.0,
-            _ => 250.0 * columns as f32,
+        let hint = match session.status {
+            Status::Running => "training...",
+            _ => "press play to train",
         };
-        let width = ui.available_width() - side_width - 8.0;
-        let mut loss_rect = None;
-        ui.horizontal(|ui| {
-            let size = Vec2::new(width, 130.0);
-            let response = loss_ui(ui, &session.losses, &overlay, loss_label(session), size);
-            loss_rect = Some(response.rect);
-            response.on_hover_text(
-                "The training loss at every step (thin) and its running mean (thick).",
-            );
-            let rows = side.len().div_ceil(columns);
-            for column in side.chunks(rows.max(1)) {
-                ui.vertical(|ui| {
-                    let height = 130.0 / rows as f32 - 2.0;
-                    for plot in column {
-                        series_ui(ui, plot.title, &plot.points, Vec2::new(244.0, height))
-                            .on_hover_text(plot.hover);
+        let plot = LossPlot {
+            overlay: &overlay,
+            ghost: self
+                .previous
+                .as_ref()
+                .map(|p| (p.losses.as_slice(), p.label.as_str())),
+            label: loss_label(session),
+            hint,
+        };
+        let hover = "The training loss at every step (thin) and its running mean (thick); grey: the run before this one.";
+        let loss_rect;
+        if narrow {
+            let width = ui.available_width();
+            let response = loss_ui(ui, &session.losses, &plot, Vec2::new(width, 150.0));
+            loss_rect = response.rect;
+            response.on_hover_text(hover);
+            let size = Vec2::new(0.5 * width - 6.0, 90.0);
+            for pair in side.chunks(2) {
+                ui.horizontal(|ui| {
+                    for p in pair {
+                        series_ui(ui, p.title, &p.points, p.fixed, size).on_hover_text(p.hover);
                     }
                 });
             }
-        });
-        if let Some(rect) = loss_rect {
-            self.views.rects.push(("loss", rect));
+        } else {
+            // up to two metrics in a column, more in two columns
+            let columns = if side.len() > 2 { 2 } else { 1 };
+            let side_width = match side.len() {
+                0 => 0.0,
+                _ => 250.0 * columns as f32,
+            };
+            let width = ui.available_width() - side_width - 8.0;
+            let mut rect = None;
+            ui.horizontal(|ui| {
+                let response = loss_ui(ui, &session.losses, &plot, Vec2::new(width, 130.0));
+                rect = Some(response.rect);
+                response.on_hover_text(hover);
+                let rows = side.len().div_ceil(columns);
+                for column in side.chunks(rows.max(1)) {
+                    ui.vertical(|ui| {
+                        let height = 130.0 / rows as f32 - 2.0;
+                        for p in column {
+                            series_ui(ui, p.title, &p.points, p.fixed, Vec2::new(244.0, height))
+                                .on_hover_text(p.hover);
+                        }
+                    });
+                }
+            });
+            loss_rect = rect.unwrap_or(egui::Rect::NOTHING);
         }
+        self.views.rects.push(("loss", loss_rect));
     }
 }

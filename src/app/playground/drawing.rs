@@ -66,11 +66,11 @@ impl Drawing {
     }
 
     /// The drawing window: the canvas, the brush size, and its buttons.
-    pub fn window(&mut self, ctx: &egui::Context) -> DrawingAction {
+    pub fn window(&mut self, ctx: &egui::Context, at: egui::Pos2) -> DrawingAction {
         let mut action = DrawingAction::Nothing;
         let mut open = true;
         egui::Window::new("Draw a density")
-            .default_pos([300.0, 40.0])
+            .default_pos(at)
             .open(&mut open)
             .resizable(false)
             .show(ctx, |ui| {
@@ -129,10 +129,11 @@ impl Drawing {
 impl Playground {
     /// The drawing window, while open.
     pub(super) fn drawing_ui(&mut self, ctx: &egui::Context) {
+        let at = self.views.window_pos("target");
         let Some(drawing) = &mut self.windows.drawing else {
             return;
         };
-        match drawing.window(ctx) {
+        match drawing.window(ctx, at) {
             DrawingAction::Nothing => {}
             DrawingAction::Close => self.windows.drawing = None,
             DrawingAction::Use(density) => self.use_drawing(density),

@@ -403,7 +403,7 @@ impl Playground {
         });
         egui::Window::new("Bijection explorer")
             .open(&mut open)
-            .default_pos([560.0, 30.0])
+            .default_pos(self.views.window_pos("target"))
             .default_height(720.0)
             .vscroll(true)
             .show(ctx, |ui| {

@@ -5,7 +5,6 @@
 use super::Playground;
 use super::model_io;
 use super::settings::{Settings, TargetChoice};
-use super::views::Screenshot;
 use crate::app::files::{self, Upload};
 use crate::target::{ImageDensity, Target};
 use eframe::egui;
@@ -69,9 +68,12 @@ impl Playground {
                 {
                     self.settings.target = Settings::default().target;
                 }
-                self.imported = Some(imported.model);
+                self.imported = Some((imported.step, imported.model));
                 self.reset();
-                let mut notice = format!("Imported {}; press play to train on.", file.name);
+                let mut notice = format!(
+                    "Imported {} (trained for {} steps); press play to train on.",
+                    file.name, imported.step
+                );
                 if !imported.ignored.is_empty() {
                     notice.push_str(&format!(
                         " Its settings {} were not understood and were ignored.",
@@ -117,35 +119,15 @@ impl Playground {
             self.notice = Some(format!("There is no {name} view to save yet."));
             return;
         };
-        let slot = Screenshot::default();
-        let filled = std::sync::Arc::clone(&slot);
-        ctx.request_screenshot(move |image| {
-            if let Ok(mut slot) = filled.lock() {
-                *slot = Some(image);
-            }
-        });
-        self.views.screenshot = Some((name, rect, slot));
+        let step = self.session.as_ref().map_or(0, |s| s.steps_done());
+        let file = format!("flowplay-{name}-step{step}.png");
+        self.views.saver.request(ctx, file, rect);
     }
 
     /// Saves the view once its screenshot has arrived.
     pub(super) fn finish_screenshot(&mut self, ctx: &egui::Context) {
-        let Some((name, rect, slot)) = &self.views.screenshot else {
-            return;
-        };
-        let shot = slot.lock().ok().and_then(|mut s| s.take());
-        let Some(shot) = shot else {
-            ctx.request_repaint();
-            return;
-        };
-        let step = self.session.as_ref().map_or(0, |s| s.steps_done());
-        let file = format!("flowplay-{name}-step{step}.png");
-        let picture = files::crop(&shot, *rect, ctx.pixels_per_point());
-        self.notice = Some(
-            match files::png(&picture).and_then(|bytes| files::save(&file, "image/png", &bytes)) {
-                Ok(done) => format!("{done}."),
-                Err(e) => e,
-            },
-        );
-        self.views.screenshot = None;
+        if let Some(done) = self.views.saver.finish(ctx) {
+            self.notice = Some(done);
+        }
     }
 }

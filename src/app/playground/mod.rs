@@ -30,6 +30,20 @@ use settings::{Settings, TargetChoice};
 use views::Views;
 use web_time::Duration;
 
+/// A run with this many steps is not set aside by a change of settings
+/// without asking first.
+const ASK_AFTER_STEPS: usize = 1000;
+
+/// Below this width (in points) the page takes its narrow layout.
+pub const NARROW_WIDTH: f32 = 700.0;
+
+/// A run set aside by a new one: its loss curve stays, greyed, for comparison.
+pub struct PreviousRun {
+    /// what it was, e.g. "radial, cubic-rational, stack 16, lr 0.01"
+    pub label: String,
+    pub losses: Vec<f32>,
+}
+
 /// The windows the playground can open.
 #[derive(Default)]
 struct Windows {
@@ -41,9 +55,21 @@ struct Windows {
 }
 
 pub struct Playground {
-    /// the settings being edited (applied by Reset)
+    /// the settings as the controls show them: the learning rate and steps
+    /// per frame apply to the run on screen at once, any other change starts
+    /// a new run
     settings: Settings,
     session: Option<Session>,
+    /// the run before this one, for comparison
+    previous: Option<PreviousRun>,
+    /// a change of settings waits for the user to confirm setting aside a long run
+    asking: bool,
+    /// whether this frame takes the narrow layout (a phone)
+    narrow: bool,
+    /// narrow screens: whether the controls' drawer is open
+    drawer_open: bool,
+    /// settings that failed to start a run (not tried again each frame)
+    failed: Option<Settings>,
     /// why the last reset failed, or what a shared link had that was ignored
     message: Option<String>,
     /// what the last action did (a file saved, a model imported)
@@ -53,8 +79,8 @@ pub struct Playground {
     /// the density of an uploaded image or a drawing, which the settings'
     /// target names
     custom_target: Option<Target>,
-    /// an imported model for the next reset to start from
-    imported: Option<FlowModel<f64>>,
+    /// an imported model, and its steps, for the next reset to start from
+    imported: Option<(usize, FlowModel<f64>)>,
     /// what the browser's file picker hands back
     upload: UploadSlot,
     views: Views,
@@ -74,6 +100,11 @@ impl Playground {
         let mut playground = Self {
             settings,
             session: None,
+            previous: None,
+            asking: false,
+            narrow: false,
+            drawer_open: false,
+            failed: None,
             message: None,
             notice: None,
             lesson: None,
@@ -111,9 +142,41 @@ impl Playground {
         self.message = Some(message);
     }
 
-    /// Starts over from the edited settings (a new model at step 0).
+    /// The run before this one, kept for comparison.
+    pub fn previous(&self) -> Option<&PreviousRun> {
+        self.previous.as_ref()
+    }
+
+    /// Where each view was drawn in the last frame ("density", "target", "loss").
+    pub fn view_rects(&self) -> &[(&'static str, egui::Rect)] {
+        &self.views.rects
+    }
+
+    /// Whether a change of settings waits for the user to confirm that the
+    /// long run on screen may be set aside.
+    pub fn asking(&self) -> bool {
+        self.asking
+    }
+
+    /// The page's address for the run on screen (an upload or a drawing
+    /// cannot travel in a link: the target is left out for them).
+    pub fn query(&self) -> Option<String> {
+        self.session.as_ref().map(|s| s.settings.to_query())
+    }
+
+    /// Starts over from the settings (a new model at step 0); the run on
+    /// screen, if it trained, is kept as the previous run.
     pub fn reset(&mut self) {
         self.windows.hand_model = None;
+        self.asking = false;
+        if let Some(session) = &self.session
+            && session.steps_done() > 0
+        {
+            self.previous = Some(PreviousRun {
+                label: session.settings.describe(),
+                losses: session.losses.clone(),
+            });
+        }
         let start = Start {
             target: match self.settings.target {
                 TargetChoice::Preset(_) => None,
@@ -131,10 +194,65 @@ impl Playground {
             Ok(session) => {
                 self.session = Some(session);
                 self.message = None;
+                self.failed = None;
             }
-            Err(e) => self.message = Some(format!("Could not set up this experiment: {e}")),
+            Err(e) => {
+                self.message = Some(format!("Could not set up this experiment: {e}"));
+                self.failed = Some(self.settings.clone());
+            }
         }
         self.views.forget_textures();
+    }
+
+    /// Applies the settings the controls show to the run on screen: the
+    /// learning rate and steps per frame at once, anything else by starting a
+    /// new run (playing if this one played), once no slider is being dragged
+    /// and, for a long run, once the user agrees.
+    fn apply_settings(&mut self, ui: &egui::Ui) {
+        let Some(session) = &mut self.session else {
+            return;
+        };
+        if session.settings.learning_rate != self.settings.learning_rate {
+            session.set_learning_rate(self.settings.learning_rate);
+        }
+        session.settings.steps_per_frame = self.settings.steps_per_frame;
+        if !self.settings.needs_new_run(&session.settings) {
+            self.asking = false;
+            return;
+        }
+        if self.asking
+            || self.failed.as_ref() == Some(&self.settings)
+            || ui.input(|i| i.pointer.any_down())
+        {
+            return;
+        }
+        if session.steps_done() >= ASK_AFTER_STEPS {
+            self.asking = true;
+            return;
+        }
+        self.start_new_run();
+    }
+
+    /// A new run from the settings, playing if the one it replaces played.
+    fn start_new_run(&mut self) {
+        let playing = self
+            .session
+            .as_ref()
+            .is_some_and(|s| s.status == Status::Running);
+        self.reset();
+        if let Some(session) = &mut self.session
+            && playing
+        {
+            session.status = Status::Running;
+        }
+    }
+
+    /// Keeps the run on screen: the controls go back to its settings.
+    fn keep_run(&mut self) {
+        if let Some(session) = &self.session {
+            self.settings = session.settings.clone();
+        }
+        self.asking = false;
     }
 
     /// Plays or pauses; a pause redraws the views where training stopped.
@@ -267,6 +385,23 @@ impl Playground {
             }
         }
         self.views.begin_frame();
+        self.narrow = ui.available_width() < NARROW_WIDTH;
+        if self.narrow {
+            self.narrow_ui(ui);
+        } else {
+            self.wide_ui(ui);
+        }
+        let ctx = ui.ctx().clone();
+        self.help_ui(&ctx);
+        self.drawing_ui(&ctx);
+        self.explorer_ui(&ctx);
+        self.save_requested_view(&ctx);
+        self.apply_settings(ui);
+    }
+
+    /// A wide screen: the controls at the left, the loss curves at the
+    /// bottom, the views in the middle.
+    fn wide_ui(&mut self, ui: &mut egui::Ui) {
         egui::Panel::left("controls")
             .resizable(false)
             .default_size(260.0)
@@ -275,13 +410,42 @@ impl Playground {
             });
         egui::Panel::bottom("loss")
             .default_size(150.0)
-            .show(ui, |ui| self.curves_ui(ui));
+            .show(ui, |ui| self.curves_ui(ui, false));
         egui::CentralPanel::default().show(ui, |ui| self.views_ui(ui));
-        let ctx = ui.ctx().clone();
-        self.help_ui(&ctx);
-        self.drawing_ui(&ctx);
-        self.explorer_ui(&ctx);
-        self.save_requested_view(&ctx);
+    }
+
+    /// A narrow screen (a phone): the run's buttons at the top with the
+    /// controls in a drawer under them, and the views and curves stacked in
+    /// one scrolling column, so every view can be reached.
+    fn narrow_ui(&mut self, ui: &mut egui::Ui) {
+        let drawer_height = 0.6 * ui.available_height();
+        // sized to its content every frame: open, it grows; closed, it is one row
+        egui::Panel::top("drawer").resizable(false).show(ui, |ui| {
+            ui.horizontal(|ui| {
+                let label = if self.drawer_open {
+                    "Hide controls"
+                } else {
+                    "Controls"
+                };
+                if ui.button(label).clicked() {
+                    self.drawer_open = !self.drawer_open;
+                }
+                self.run_buttons_ui(ui);
+            });
+            if self.drawer_open {
+                egui::ScrollArea::vertical()
+                    .max_height(drawer_height)
+                    .min_scrolled_height(drawer_height)
+                    .show(ui, |ui| self.controls_ui(ui));
+            }
+        });
+        egui::CentralPanel::default().show(ui, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                self.views_ui(ui);
+                ui.separator();
+                self.curves_ui(ui, true);
+            });
+        });
     }
 
     /// The run's progress for the browser tab's title (the end-to-end tests
@@ -290,13 +454,14 @@ impl Playground {
         let session = self.session.as_ref()?;
         let device = if session.on_gpu() { "GPU" } else { "CPU" };
         let name = session.settings.target.label();
+        let step = session.steps_done();
         Some(match session.losses.len() {
-            0 => format!("Flow Playground | {name} | {device} | step 0"),
+            0 => format!("Flow Playground | {name} | {device} | step {step}"),
             n => {
                 let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len() as f32;
                 let k = n.min(20);
                 format!(
-                    "Flow Playground | {name} | {device} | step {n} | loss {:.3} (first {:.3})",
+                    "Flow Playground | {name} | {device} | step {step} | loss {:.3} (first {:.3})",
                     mean(&session.losses[n - k..]),
                     mean(&session.losses[..k])
                 )

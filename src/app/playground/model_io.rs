@@ -25,6 +25,8 @@ pub fn export(model: &FlowModel<f64>, step: usize, settings: &Settings) -> Vec<u
 pub struct Imported {
     pub settings: Settings,
     pub model: FlowModel<f64>,
+    /// the steps it was trained for (an export's "step", a report's "steps")
+    pub step: usize,
     pub ignored: Vec<String>,
 }
 
@@ -87,9 +89,14 @@ pub fn import(bytes: &[u8], current: &Settings) -> Result<Imported, String> {
             );
         }
     }
+    let step = ["step", "steps"]
+        .iter()
+        .find_map(|key| v.get(*key).and_then(Value::as_u64))
+        .unwrap_or(0) as usize;
     Ok(Imported {
         settings,
         model,
+        step,
         ignored,
     })
 }

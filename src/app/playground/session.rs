@@ -5,6 +5,7 @@
 use super::picture::{Picture, PictureJob, cpu_picture, grid_points, latent_samples};
 use super::settings::{Settings, loss_for};
 use crate::app::host::{CpuReason, GpuOffer, HostSpec, Progress, TrainerHost};
+use crate::app::rate::RateMeter;
 use crate::flow::FlowModel;
 use crate::rng::Rng;
 use crate::target::{Target, TargetKind};
@@ -40,6 +41,9 @@ pub struct Metrics {
 /// The metrics are measured at most this often while training.
 const METRICS_INTERVAL: Duration = Duration::from_millis(300);
 
+/// A playing run that makes no step for this long says so.
+const STALL: Duration = Duration::from_secs(5);
+
 /// Held-out samples and flow samples the metrics use.
 const METRIC_SAMPLES: usize = 500;
 
@@ -48,8 +52,9 @@ const METRIC_SAMPLES: usize = 500;
 pub struct Start {
     /// a target the settings cannot name (an uploaded image, a drawing)
     pub target: Option<Target>,
-    /// a model to start from (an imported one) instead of a fresh one
-    pub model: Option<FlowModel<f64>>,
+    /// a model to start from (an imported one) instead of a fresh one, and
+    /// the steps it has been trained for
+    pub model: Option<(usize, FlowModel<f64>)>,
 }
 
 pub struct Session {
@@ -62,8 +67,10 @@ pub struct Session {
     picture_wanted: bool,
     /// when the views were last recomputed
     last_picture: Instant,
-    /// loss after every step
+    /// loss after every step this session took
     pub losses: Vec<f32>,
+    /// the steps the model had before this session (an imported model's)
+    first_step: usize,
     pub status: Status,
     pub n_params: usize,
     pub picture: Picture,
@@ -73,8 +80,8 @@ pub struct Session {
     pub target_samples: Vec<glam::Vec2>,
     pub target_log_density: Vec<f32>,
     rng: Rng,
-    /// steps per second over the last frames
-    pub steps_per_second: f64,
+    /// steps over the wall clock while running
+    step_meter: RateMeter,
     /// the metrics at each redraw of the views
     pub metrics: Vec<Metrics>,
     /// how long the last CPU redraw of the views took
@@ -112,9 +119,9 @@ impl Session {
             None => settings.preset_target()?,
         };
         let mut rng = Rng::seeded(settings.seed);
-        let model = match start.model {
-            Some(model) => model,
-            None => settings.flow_config().build(target.dim(), &mut rng)?,
+        let (step, model) = match start.model {
+            Some(imported) => imported,
+            None => (0, settings.flow_config().build(target.dim(), &mut rng)?),
         };
         let n_params = model.as_flow().n_params();
         let spec = HostSpec {
@@ -123,7 +130,7 @@ impl Session {
             settings: train_settings(&settings, &target, threads),
             fixed_centre: false,
         };
-        let host = TrainerHost::new(spec, offer)?;
+        let host = TrainerHost::at_step(spec, offer, step)?;
         let mut session = Self {
             settings,
             target,
@@ -132,6 +139,7 @@ impl Session {
             picture_wanted: true,
             last_picture: Instant::now(),
             losses: Vec::new(),
+            first_step: step,
             status: Status::Paused,
             n_params,
             picture: Picture::default(),
@@ -139,7 +147,7 @@ impl Session {
             target_samples: Vec::new(),
             target_log_density: Vec::new(),
             rng,
-            steps_per_second: 0.0,
+            step_meter: RateMeter::new(),
             metrics: Vec::new(),
             picture_cost: Duration::ZERO,
             last_metrics: None,
@@ -195,6 +203,26 @@ impl Session {
     /// One frame: training steps when running (within `budget`), what the
     /// GPU handed back, and a redraw of the views when one is due.
     pub fn frame(&mut self, budget: Duration) {
+        self.frame_steps(budget);
+        match self.status {
+            Status::Running => self.step_meter.record(self.steps_done()),
+            _ => self.step_meter.clear(),
+        }
+    }
+
+    /// Training steps per second on the wall clock while the run plays.
+    pub fn steps_per_second(&self) -> f64 {
+        self.step_meter.per_second()
+    }
+
+    /// How long a playing run has made no step, once that is long enough
+    /// to say so.
+    pub fn stalled_for(&self) -> Option<Duration> {
+        let idle = self.step_meter.idle_for(Instant::now());
+        (self.status == Status::Running && idle >= STALL).then_some(idle)
+    }
+
+    fn frame_steps(&mut self, budget: Duration) {
         let running = self.status == Status::Running;
         let steps = if running {
             self.settings.steps_per_frame
@@ -234,11 +262,14 @@ impl Session {
 
     /// Records what training did: losses, a stop, the GPU's picture.
     fn take(&mut self, progress: Progress<Picture>) {
-        let done = progress.losses.len();
         self.losses
             .extend(progress.losses.iter().map(|&(_, loss)| loss as f32));
         if let Some(why) = progress.stopped {
-            self.status = Status::Stopped(why);
+            let advice = match &progress.divergence {
+                Some(_) => self.settings.divergence_advice(),
+                None => String::new(),
+            };
+            self.status = Status::Stopped(format!("{why}. {advice}"));
         }
         if let Some(picture) = progress.output {
             self.picture = picture;
@@ -246,7 +277,6 @@ impl Session {
             self.last_picture = Instant::now();
             self.record_metrics();
         }
-        self.record_speed(done, progress.seconds);
     }
 
     /// Moves the run to the offered GPU, or to the CPU, from the model the
@@ -264,22 +294,9 @@ impl Session {
             fixed_centre: false,
         };
         self.host = self.host.moved(spec, step, offer)?;
-        self.losses.truncate(step);
-        self.metrics.retain(|m| m.step <= step);
+        self.forget_after(step);
         self.refresh_picture();
         Ok(())
-    }
-
-    /// Folds `done` steps in `seconds` into the smoothed steps per second.
-    fn record_speed(&mut self, done: usize, seconds: f64) {
-        if done > 0 && seconds > 0.0 {
-            let rate = done as f64 / seconds;
-            self.steps_per_second = if self.steps_per_second == 0.0 {
-                rate
-            } else {
-                0.8 * self.steps_per_second + 0.2 * rate
-            };
-        }
     }
 
     /// The model and its step: the current one on the CPU; on the GPU the one
@@ -293,14 +310,30 @@ impl Session {
         self.host.checkpoint_step()
     }
 
-    /// Brings back the last checkpoint's parameters.
-    pub fn restore_checkpoint(&mut self) -> Result<(), String> {
-        let step = self.host.restore_checkpoint()?;
-        self.losses.truncate(step);
+    /// Forgets the losses and metrics after `step` (the run went back there).
+    fn forget_after(&mut self, step: usize) {
+        self.losses.truncate(step.saturating_sub(self.first_step));
         self.metrics.retain(|m| m.step <= step);
-        self.status = Status::Paused;
+    }
+
+    /// Goes on after a stop from the last good state (the last checkpoint
+    /// when the loss drifted away from it) at half the learning rate, running.
+    /// Returns the step it goes on from.
+    pub fn go_on_at_half_rate(&mut self) -> Result<usize, String> {
+        let (step, lr) = self.host.go_on_at_half_rate()?;
+        self.settings.learning_rate = lr;
+        self.forget_after(step);
+        self.status = Status::Running;
         self.refresh_picture();
-        Ok(())
+        Ok(step)
+    }
+
+    /// The step "go on" would start from: the last checkpoint's after a drift.
+    pub fn go_on_step(&self) -> Option<usize> {
+        match self.host.divergence() {
+            Some(d) if d.drifted() => self.host.checkpoint_step(),
+            _ => Some(self.steps_done()),
+        }
     }
 
     /// Replaces the model's parameters (same structure; the optimizer's

@@ -2,7 +2,7 @@
 //! URL: a shared link opens the same experiment. Parsing keeps what is valid
 //! and names what it ignored, so a malformed link still opens a working page.
 
-use crate::app::query::{apply_query, parse_in, pick};
+use crate::app::query::{Appearance, Entry, apply_query, parse_in, pick, set_if, unknown};
 use crate::bijection::{Family, SplineShape};
 use crate::flow::{FlowConfig, FlowKind};
 use crate::target::{Target, TargetKind};
@@ -27,9 +27,50 @@ pub const FAMILIES: [Family; 5] = [
     }),
 ];
 
+/// The ranges the page's controls offer, which a link is held to as well.
+pub const LEARNING_RATES: std::ops::RangeInclusive<f64> = 1e-4..=1e-1;
+pub const STACKS: std::ops::RangeInclusive<usize> = 1..=128;
+pub const LAYERS: std::ops::RangeInclusive<usize> = 1..=16;
+pub const WIDTHS: std::ops::RangeInclusive<usize> = 8..=256;
+pub const BATCHES: std::ops::RangeInclusive<usize> = 16..=4096;
+pub const STEPS_PER_FRAME: std::ops::RangeInclusive<usize> = 1..=64;
+
 /// The 2D built-in targets of the page (without the 1D one).
 pub fn target_names() -> impl Iterator<Item = &'static str> {
     Target::NAMES.into_iter().filter(|n| *n != "poly1d")
+}
+
+/// The stack and learning rate a flow trains well with, and the most of each
+/// it tolerates: settings carried over from another flow are brought back
+/// within these.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Suits {
+    pub stack: usize,
+    pub max_stack: usize,
+    pub learning_rate: f64,
+    pub max_learning_rate: f64,
+}
+
+impl Suits {
+    /// What suits `flow`: radial flows take long stacks and a large step (a
+    /// few hundred parameters); a coupling flow's network wants a short
+    /// stack and a smaller step.
+    pub fn of(flow: FlowKind) -> Self {
+        match flow {
+            FlowKind::Coupling => Self {
+                stack: 4,
+                max_stack: 8,
+                learning_rate: 3e-3,
+                max_learning_rate: 5e-3,
+            },
+            _ => Self {
+                stack: 64,
+                max_stack: 128,
+                learning_rate: 1e-2,
+                max_learning_rate: 3e-2,
+            },
+        }
+    }
 }
 
 /// The distribution a run learns.
@@ -128,6 +169,80 @@ impl Settings {
         flow
     }
 
+    /// The run in a few words, e.g. "coupling, sinh, stack 4, lr 0.003 on checkerboard".
+    pub fn describe(&self) -> String {
+        format!(
+            "{}, {}, stack {}, lr {} on {}",
+            self.flow.name(),
+            self.family.name(),
+            self.stack,
+            self.learning_rate,
+            self.target.label()
+        )
+    }
+
+    /// Brings the stack and learning rate within what `self.flow` tolerates
+    /// (after the flow changed); says what changed, if anything.
+    pub fn suit_flow(&mut self) -> Option<String> {
+        let suits = Suits::of(self.flow);
+        let mut changes = Vec::new();
+        if self.stack > suits.max_stack {
+            changes.push(format!("the stack from {} to {}", self.stack, suits.stack));
+            self.stack = suits.stack;
+        }
+        if self.learning_rate > suits.max_learning_rate {
+            changes.push(format!(
+                "the learning rate from {} to {}",
+                self.learning_rate, suits.learning_rate
+            ));
+            self.learning_rate = suits.learning_rate;
+        }
+        (!changes.is_empty()).then(|| {
+            format!(
+                "A {} flow trains well with a stack of {} and a learning rate of {}: {} changed.",
+                self.flow.name(),
+                suits.stack,
+                suits.learning_rate,
+                changes.join(" and ")
+            )
+        })
+    }
+
+    /// The likely cause of a divergence under these settings, for the user.
+    pub fn divergence_advice(&self) -> String {
+        let suits = Suits::of(self.flow);
+        let lr = self.learning_rate;
+        let mut causes = Vec::new();
+        if lr > suits.learning_rate {
+            causes.push(format!(
+                "the learning rate, {lr}, is above the {} that suits a {} flow",
+                suits.learning_rate,
+                self.flow.name()
+            ));
+        } else {
+            causes.push(format!("the learning rate, {lr}, is too high for this run"));
+        }
+        if self.stack > suits.max_stack {
+            causes.push(format!(
+                "a stack of {} is deep for it ({} suits it)",
+                self.stack, suits.stack
+            ));
+        }
+        format!("Likely cause: {}.", causes.join(", and "))
+    }
+
+    /// Whether `other` needs a new run to show (a different target, flow,
+    /// family, size, batch, seed or loss); the learning rate and the steps
+    /// per frame apply to the run on screen.
+    pub fn needs_new_run(&self, other: &Settings) -> bool {
+        let live = |s: &Settings| Settings {
+            learning_rate: 0.0,
+            steps_per_frame: 0,
+            ..s.clone()
+        };
+        live(self) != live(other)
+    }
+
     /// The settings as a URL query (without the `?`). An uploaded image or a
     /// drawing cannot travel in a link, so the target is left out for them.
     pub fn to_query(&self) -> String {
@@ -154,31 +269,34 @@ impl Settings {
     /// their defaults and are named in the returned list.
     pub fn from_query(query: &str) -> (Self, Vec<String>) {
         let mut s = Self::default();
-        let ignored = apply_query(query, |key, value| match key {
-            "target" => match TargetChoice::preset(value) {
-                Some(choice) => {
-                    s.target = choice;
-                    true
-                }
-                None => false,
-            },
-            "flow" => pick(&mut s.flow, value, &FLOW_KINDS, |k| k.name()),
-            "family" => pick(&mut s.family, value, &FAMILIES, |f| f.name()),
-            "stack" => parse_in(&mut s.stack, value, 1..=256),
-            "layers" => parse_in(&mut s.layers, value, 1..=16),
-            "width" => parse_in(&mut s.width, value, 4..=256),
-            "batch" => parse_in(&mut s.batch, value, 16..=8192),
-            "spf" => parse_in(&mut s.steps_per_frame, value, 1..=64),
-            "seed" => parse_in(&mut s.seed, value, 0..=u64::MAX),
-            "kl" => match value {
-                "reverse" | "forward" => {
-                    s.reverse_kl = value == "reverse";
-                    true
-                }
-                _ => false,
-            },
-            "lr" => parse_in(&mut s.learning_rate, value, 1e-5..=1.0),
-            _ => false,
+        let ignored = apply_query(query, |key, value| -> Entry {
+            match key {
+                "target" => match TargetChoice::preset(value) {
+                    Some(choice) => set_if(&mut s.target, choice, true, ""),
+                    None => Err(format!(
+                        "one of {}",
+                        target_names().collect::<Vec<_>>().join(", ")
+                    )),
+                },
+                "flow" => pick(&mut s.flow, value, &FLOW_KINDS, |k| k.name()),
+                "family" => pick(&mut s.family, value, &FAMILIES, |f| f.name()),
+                "stack" => parse_in(&mut s.stack, value, STACKS),
+                "layers" => parse_in(&mut s.layers, value, LAYERS),
+                "width" => parse_in(&mut s.width, value, WIDTHS),
+                "batch" => parse_in(&mut s.batch, value, BATCHES),
+                "spf" => parse_in(&mut s.steps_per_frame, value, STEPS_PER_FRAME),
+                "seed" => parse_in(&mut s.seed, value, 0..=u64::MAX),
+                "kl" => set_if(
+                    &mut s.reverse_kl,
+                    value == "reverse",
+                    value == "reverse" || value == "forward",
+                    "reverse or forward",
+                ),
+                "lr" => parse_in(&mut s.learning_rate, value, LEARNING_RATES),
+                _ => Appearance::default()
+                    .apply(key, value)
+                    .unwrap_or_else(unknown),
+            }
         });
         (s, ignored)
     }
@@ -224,7 +342,23 @@ mod tests {
         assert_eq!(s.flow, FlowKind::Radial);
         assert_eq!(s.learning_rate, Settings::default().learning_rate);
         assert_eq!(s.stack, Settings::default().stack);
-        assert_eq!(ignored, ["lr=banana", "stack=100000", "colour=red"]);
+        assert_eq!(
+            ignored,
+            [
+                "lr=banana (not a number)",
+                "stack=100000 (out of range: 1 to 128)",
+                "colour=red (not a setting)"
+            ]
+        );
+        let (s, ignored) = Settings::from_query("lr=1&flow=planar");
+        assert_eq!(s.learning_rate, Settings::default().learning_rate);
+        assert_eq!(
+            ignored,
+            [
+                "lr=1 (out of range: 0.0001 to 0.1)",
+                "flow=planar (one of radial, radial-fourier, coupling)"
+            ]
+        );
     }
 
     #[test]

@@ -4,14 +4,12 @@
 use super::Playground;
 use super::picture::{Picture, VIEW};
 use super::session::{Session, Status};
+use crate::app::files::ViewSaver;
 use crate::app::widgets::colour::{colour, colour_bar_ui, image, normalized};
 use eframe::egui::{self, Color32, Pos2, Rect, RichText, Sense, Shape, Stroke};
 use glam::{Affine2, Vec2, vec2};
 
 pub use crate::app::widgets::colour::Scale;
-
-/// Where a requested screenshot arrives (the renderer answers after the frame).
-pub type Screenshot = std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<egui::ColorImage>>>>;
 
 /// The views' state between frames: textures, what is drawn over the
 /// density, and where each view was drawn (for "save PNG").
@@ -26,8 +24,8 @@ pub struct Views {
     pub rects: Vec<(&'static str, Rect)>,
     /// a view the user asked to save
     save_request: Option<&'static str>,
-    /// a screenshot on its way, and the view to cut from it
-    pub screenshot: Option<(&'static str, Rect, Screenshot)>,
+    /// a view on its way to a PNG
+    pub saver: ViewSaver,
 }
 
 impl Default for Views {
@@ -43,7 +41,7 @@ impl Default for Views {
             target_texture: None,
             rects: Vec::new(),
             save_request: None,
-            screenshot: None,
+            saver: ViewSaver::default(),
         }
     }
 }
@@ -65,6 +63,16 @@ impl Views {
             self.scale = scale;
             self.forget_textures();
         }
+    }
+
+    /// Where a window explaining or editing view `name` opens: over the
+    /// view's top left corner (so the other view stays in sight), or near
+    /// the top left of the page before the views are drawn.
+    pub fn window_pos(&self, name: &str) -> egui::Pos2 {
+        self.rects
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(Pos2::new(280.0, 40.0), |(_, r)| r.left_top())
     }
 
     /// Asks for view `name` to be saved once this frame has drawn it.
@@ -125,17 +133,30 @@ impl Views {
 }
 
 impl Playground {
-    /// The central panel: messages, then the model and target views.
+    /// The central panel: messages, then the model and target views (side
+    /// by side, or one above the other on a narrow screen).
     pub(super) fn views_ui(&mut self, ui: &mut egui::Ui) {
+        let mut dismiss = false;
         if let Some(message) = &self.message {
-            ui.colored_label(ui.visuals().warn_fg_color, message);
+            ui.horizontal_wrapped(|ui| {
+                ui.colored_label(ui.visuals().warn_fg_color, message);
+                dismiss = ui
+                    .small_button("OK")
+                    .on_hover_text("Hide this message.")
+                    .clicked();
+            });
+        }
+        if dismiss {
+            self.message = None;
         }
         if let Some(notice) = &self.notice {
             ui.label(notice);
         }
+        self.asking_ui(ui);
         // the lesson's note while its experiment is the one running
         if let (Some((settings, note)), Some(session)) = (&self.lesson, &self.session)
-            && session.settings == *settings
+            && session.settings.describe() == settings.describe()
+            && session.settings.target == settings.target
         {
             ui.label(RichText::new(*note).italics());
         }
@@ -143,32 +164,90 @@ impl Playground {
         let Some(session) = &self.session else {
             return;
         };
+        if let Some(idle) = session.stalled_for() {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                format!(
+                    "No training step has finished for {:.0} s: {} is slow at this flow. Untick 'train on the GPU' to train on the CPU, or choose a smaller flow.",
+                    idle.as_secs_f64(),
+                    session.device()
+                ),
+            );
+        }
         let texture = self.views.model_texture(ui.ctx(), session);
         let target_texture = self.views.target_texture(ui.ctx(), session);
         let available = ui.available_size();
-        let side = ((available.x - 90.0) / 2.0)
-            .min(available.y - 30.0)
-            .max(120.0);
+        let narrow = available.x < super::NARROW_WIDTH;
+        let side = if narrow {
+            (available.x - 80.0).max(120.0)
+        } else {
+            ((available.x - 110.0) / 2.0)
+                .min(available.y - 30.0)
+                .max(120.0)
+        };
         let (overlays, scale) = (self.views.overlays, self.views.scale);
+        let max_log_q = max_finite(&session.picture.log_q);
         let mut rects = Vec::new();
-        ui.horizontal(|ui| {
+        let model_view = |ui: &mut egui::Ui, rects: &mut Vec<_>| {
             ui.vertical(|ui| {
                 ui.label(RichText::new("model density q(x)").strong())
                     .on_hover_text("The flow's density: a normal distribution pushed through the flow, log q(x) = log N(z) + log |det dz/dx|.");
                 rects.push(("density", model_ui(ui, texture.as_ref(), &session.picture, overlays, side)));
             });
-            colour_bar_ui(ui, scale, side + 20.0);
+            colour_bar_ui(ui, scale, max_log_q, side + 20.0)
+                .on_hover_text("The colour of each density value: the heat map shows log q over the 12 nats below its peak (log), or q itself (linear).");
+        };
+        let target_view = |ui: &mut egui::Ui, rects: &mut Vec<_>| {
             ui.vertical(|ui| {
                 let name = session.settings.target.label();
                 ui.label(RichText::new(format!("target: {name}")).strong())
-                    .on_hover_text("What the flow should learn: samples, or the density of an energy target.");
-                rects.push(("target", target_ui(ui, &session.target_samples, target_texture.as_ref(), side)));
+                    .on_hover_text(
+                        "What the flow should learn: samples, or the density of an energy target.",
+                    );
+                rects.push((
+                    "target",
+                    target_ui(ui, &session.target_samples, target_texture.as_ref(), side),
+                ));
             });
-        });
+        };
+        if narrow {
+            ui.horizontal(|ui| model_view(ui, &mut rects));
+            target_view(ui, &mut rects);
+        } else {
+            ui.horizontal(|ui| {
+                model_view(ui, &mut rects);
+                target_view(ui, &mut rects);
+            });
+        }
         self.views.rects.extend(rects);
     }
 
-    /// Why training stopped, with the way back to the last checkpoint.
+    /// A change of settings that would set aside a long run: start the new
+    /// run, or keep this one (the controls go back to its settings).
+    fn asking_ui(&mut self, ui: &mut egui::Ui) {
+        let Some(session) = self.session.as_ref().filter(|_| self.asking) else {
+            return;
+        };
+        let steps = session.steps_done();
+        let (mut start, mut keep) = (false, false);
+        egui::Frame::group(ui.style()).show(ui, |ui| {
+            ui.label(format!(
+                "The new settings need a new run. This run's {steps} steps will be set aside (its loss curve stays, in grey)."
+            ));
+            ui.horizontal(|ui| {
+                start = ui.button("Start the new run").clicked();
+                keep = ui.button("Keep this run").clicked();
+            });
+        });
+        if start {
+            self.start_new_run();
+        } else if keep {
+            self.keep_run();
+        }
+    }
+
+    /// Why training stopped, with the way on from the last good state at
+    /// half the learning rate.
     fn stopped_ui(&mut self, ui: &mut egui::Ui) {
         let Some(session) = &mut self.session else {
             return;
@@ -177,20 +256,46 @@ impl Playground {
             return;
         };
         let reason = reason.clone();
-        let mut failed = None;
-        ui.horizontal(|ui| {
-            ui.colored_label(ui.visuals().error_fg_color, reason);
-            if let Some(step) = session.checkpoint_step()
-                && ui.button(format!("Restore step {step}")).clicked()
+        let mut went_on = None;
+        ui.colored_label(ui.visuals().error_fg_color, reason);
+        if let Some(step) = session.go_on_step() {
+            let lr = 0.5 * session.settings.learning_rate;
+            if ui
+                .button(format!(
+                    "Go on from step {step} at half the learning rate ({lr:.1e})"
+                ))
+                .on_hover_text(
+                    "Brings back the last good state and trains on from there, more gently.",
+                )
+                .clicked()
             {
-                failed = session.restore_checkpoint().err();
+                went_on = Some(session.go_on_at_half_rate());
                 self.views.forget_textures();
             }
-        });
-        if let Some(e) = failed {
-            self.message = Some(e);
+        }
+        match went_on {
+            Some(Ok(step)) => {
+                if let Some(session) = &self.session {
+                    self.settings.learning_rate = session.settings.learning_rate;
+                }
+                self.notice = Some(format!(
+                    "Training goes on from step {step} at learning rate {:.1e}.",
+                    self.settings.learning_rate
+                ));
+            }
+            Some(Err(e)) => self.message = Some(e),
+            None => {}
         }
     }
+}
+
+/// The largest finite value, if any.
+fn max_finite(values: &[f32]) -> Option<f32> {
+    values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .reduce(f32::max)
 }
 
 /// The map from data space ([`VIEW`] squared) onto `rect`, y up.

@@ -55,13 +55,21 @@ pub fn image(values: &[f32], n: usize) -> egui::ColorImage {
     egui::ColorImage::new([n, n], values.iter().map(|&t| colour(t)).collect())
 }
 
-/// A vertical colour bar with its end labels.
-pub fn colour_bar_ui(ui: &mut egui::Ui, scale: Scale, height: f32) {
-    let (response, painter) = ui.allocate_painter(Vec2::new(56.0, height), Sense::hover());
+/// A vertical colour bar numbered with the density values its colours
+/// stand for, given the largest log density `max_log_q` of the picture (no
+/// numbers before there is one).
+pub fn colour_bar_ui(
+    ui: &mut egui::Ui,
+    scale: Scale,
+    max_log_q: Option<f32>,
+    height: f32,
+) -> egui::Response {
+    let (response, painter) = ui.allocate_painter(Vec2::new(70.0, height), Sense::hover());
     let rect = response.rect;
+    // the unit on top, the bar under it, its numbers at the right
     let bar = Rect::from_min_size(
-        rect.min + Vec2::new(0.0, 8.0),
-        Vec2::new(14.0, height - 16.0),
+        rect.min + Vec2::new(0.0, 26.0),
+        Vec2::new(14.0, height - 34.0),
     );
     let steps = 64;
     for k in 0..steps {
@@ -73,37 +81,56 @@ pub fn colour_bar_ui(ui: &mut egui::Ui, scale: Scale, height: f32) {
         );
         painter.rect_filled(cell, 0.0, colour(t0));
     }
-    let (top, bottom) = match scale {
-        Scale::Log => ("max", "max-12"),
-        Scale::Linear => ("max", "0"),
-    };
     let text_colour = ui.visuals().text_color();
-    let font = egui::FontId::proportional(11.0);
-    painter.text(
-        Pos2::new(bar.right() + 3.0, bar.top()),
-        egui::Align2::LEFT_TOP,
-        top,
-        font.clone(),
-        text_colour,
-    );
-    painter.text(
-        Pos2::new(bar.right() + 3.0, bar.bottom()),
-        egui::Align2::LEFT_BOTTOM,
-        bottom,
-        font.clone(),
-        text_colour,
-    );
+    let font = egui::FontId::proportional(12.0);
     let unit = match scale {
         Scale::Log => "log q",
         Scale::Linear => "q",
     };
     painter.text(
-        Pos2::new(bar.right() + 3.0, bar.center().y),
-        egui::Align2::LEFT_CENTER,
+        Pos2::new(bar.left(), rect.top() + 4.0),
+        egui::Align2::LEFT_TOP,
         unit,
-        font,
+        font.clone(),
         text_colour,
     );
+    for (t, value) in colour_bar_ticks(scale, max_log_q) {
+        let y = bar.bottom() - t * bar.height();
+        painter.line_segment(
+            [Pos2::new(bar.right(), y), Pos2::new(bar.right() + 4.0, y)],
+            egui::Stroke::new(1.0, text_colour),
+        );
+        painter.text(
+            Pos2::new(bar.right() + 6.0, y),
+            egui::Align2::LEFT_CENTER,
+            value,
+            font.clone(),
+            text_colour,
+        );
+    }
+    response
+}
+
+/// The colour bar's ticks: where each sits on the bar (0 at the bottom, 1 at
+/// the top) and its value, for a picture whose largest log density is `max`.
+pub fn colour_bar_ticks(scale: Scale, max: Option<f32>) -> Vec<(f32, String)> {
+    let Some(max) = max else {
+        return Vec::new();
+    };
+    match scale {
+        Scale::Log => (0..=4)
+            .map(|k| {
+                let t = k as f32 / 4.0;
+                (t, format!("{:.1}", max - 12.0 * (1.0 - t)))
+            })
+            .collect(),
+        Scale::Linear => (0..=4)
+            .map(|k| {
+                let t = k as f32 / 4.0;
+                (t, format!("{:.2}", t * max.exp()))
+            })
+            .collect(),
+    }
 }
 
 /// Field values beyond this are drawn at full colour.

@@ -32,42 +32,73 @@ fn loss_range(smooth: &[f32]) -> Option<(f32, f32)> {
         .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &v| {
             (a.min(v), b.max(v))
         });
-    (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
+    let (lo, hi) = at_least(lo as f64, hi as f64, 0.1);
+    (lo.is_finite() && hi.is_finite()).then_some((lo as f32, hi as f32))
 }
 
-/// The loss curve (every step, a running mean over it) with its range, and
-/// `overlay` (step, value) points on the same axes (the held-out NLL).
+/// What the loss plot shows besides the run's own losses.
+pub struct LossPlot<'a> {
+    /// (step, value) points on the same axes (the held-out NLL)
+    pub overlay: &'a [(usize, f64)],
+    /// an earlier run's losses, drawn grey behind, and what it was
+    pub ghost: Option<(&'a [f32], &'a str)>,
+    /// what the axis measures
+    pub label: &'a str,
+    /// what to say while there is no curve yet
+    pub hint: &'a str,
+}
+
+/// The loss curve (every step, a running mean over it) with its range, the
+/// plot's overlay, and a previous run's running mean in grey for comparison.
 pub fn loss_ui(
     ui: &mut egui::Ui,
     losses: &[f32],
-    overlay: &[(usize, f64)],
-    label: &str,
+    plot: &LossPlot<'_>,
     size: Vec2,
 ) -> egui::Response {
     let (response, painter) = ui.allocate_painter(size, Sense::hover());
     let rect = response.rect;
     painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
     let text_colour = ui.visuals().text_color();
-    let font = egui::FontId::proportional(11.0);
+    let font = egui::FontId::proportional(12.0);
     let smooth = running_mean(losses);
-    let range = loss_range(&smooth).filter(|_| losses.len() >= 2);
+    let ghost = plot.ghost.map(|(g, label)| (running_mean(g), label));
+    // the axes follow this run; before it has a curve, the previous one's
+    let range = match &ghost {
+        Some((g, _)) if losses.len() < 2 => loss_range(g),
+        _ => loss_range(&smooth).filter(|_| losses.len() >= 2),
+    };
     let Some((lo, hi)) = range else {
-        let empty = if losses.len() < 2 {
-            "press play to train"
-        } else {
-            ""
-        };
         let at = rect.center();
-        painter.text(at, egui::Align2::CENTER_CENTER, empty, font, text_colour);
+        painter.text(
+            at,
+            egui::Align2::CENTER_CENTER,
+            plot.hint,
+            font,
+            text_colour,
+        );
         return response;
     };
-    let inner = rect.shrink2(Vec2::new(44.0, 10.0));
-    let axes = Axes::new(inner, losses.len(), lo, hi);
+    let inner = rect.shrink2(Vec2::new(48.0, 16.0));
+    let steps = losses.len().max(ghost.as_ref().map_or(0, |(g, _)| g.len()));
+    let axes = Axes::new(inner, steps, lo, hi);
+    if let Some((g, label)) = &ghost {
+        let grey = Color32::from_gray(128);
+        painter.add(Shape::line(axes.curve(g), Stroke::new(1.5, grey)));
+        painter.text(
+            Pos2::new(inner.left(), rect.bottom() - 2.0),
+            egui::Align2::LEFT_BOTTOM,
+            format!("grey: the previous run ({label})"),
+            font.clone(),
+            grey,
+        );
+    }
     let faint = Color32::from_rgba_unmultiplied(120, 160, 255, 70);
     painter.add(Shape::line(axes.curve(losses), Stroke::new(1.0, faint)));
     let blue = Color32::from_rgb(120, 160, 255);
     painter.add(Shape::line(axes.curve(&smooth), Stroke::new(2.0, blue)));
-    let marks: Vec<Pos2> = overlay
+    let marks: Vec<Pos2> = plot
+        .overlay
         .iter()
         .filter(|(step, v)| *step >= 1 && *step <= losses.len() && v.is_finite())
         .map(|&(step, v)| axes.point(step - 1, v as f32))
@@ -89,7 +120,7 @@ pub fn loss_ui(
         (
             Pos2::new(inner.right(), rect.top() + 2.0),
             egui::Align2::RIGHT_TOP,
-            format!("{label} | step {}", losses.len()),
+            format!("{} | step {}", plot.label, losses.len()),
         ),
     ];
     for (at, align, text) in labels {
@@ -145,7 +176,7 @@ pub fn small_plot(
         rect.left_top() + Vec2::new(4.0, 2.0),
         egui::Align2::LEFT_TOP,
         title,
-        egui::FontId::proportional(11.0),
+        egui::FontId::proportional(12.0),
         ui.visuals().text_color(),
     );
     let inner = Rect::from_min_max(
@@ -165,17 +196,27 @@ pub fn y_labels(ui: &egui::Ui, painter: &egui::Painter, inner: Rect, lo: f64, hi
             Pos2::new(inner.left() - 33.0, y),
             align,
             format!("{v:.2}"),
-            egui::FontId::proportional(11.0),
+            egui::FontId::proportional(12.0),
             ui.visuals().text_color(),
         );
     }
 }
 
-/// A small plot of one metric over the steps, with its latest value.
+/// A value range widened to at least `min_span` about its middle, so that
+/// noise on a flat curve is not blown up to the plot's full height.
+pub fn at_least(lo: f64, hi: f64, min_span: f64) -> (f64, f64) {
+    let grow = 0.5 * (min_span - (hi - lo)).max(0.0);
+    (lo - grow, hi + grow)
+}
+
+/// A small plot of one metric over the steps, with its latest value, on
+/// `fixed` axes (ESS/N from 0 to 1) or its own range, at least 5% of its
+/// size wide.
 pub fn series_ui(
     ui: &mut egui::Ui,
     title: &str,
     points: &[(usize, f64)],
+    fixed: Option<(f64, f64)>,
     size: Vec2,
 ) -> egui::Response {
     let latest = points
@@ -185,11 +226,14 @@ pub fn series_ui(
     if points.len() < 2 {
         return response;
     }
-    let (lo, hi) = points
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &(_, v)| {
-            (a.min(v), b.max(v))
-        });
+    let (lo, hi) = fixed.unwrap_or_else(|| {
+        let (lo, hi) = points
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &(_, v)| {
+                (a.min(v), b.max(v))
+            });
+        at_least(lo, hi, 0.05 * lo.abs().max(hi.abs()).max(0.2))
+    });
     let span = (hi - lo).max(1e-6);
     let last_step = points.last().map_or(1, |p| p.0).max(1) as f64;
     let line: Vec<Pos2> = points
@@ -197,7 +241,7 @@ pub fn series_ui(
         .map(|&(step, v)| {
             Pos2::new(
                 inner.left() + inner.width() * (step as f64 / last_step) as f32,
-                inner.bottom() - inner.height() * ((v - lo) / span) as f32,
+                inner.bottom() - inner.height() * ((v - lo) / span).clamp(0.0, 1.0) as f32,
             )
         })
         .collect();
@@ -344,7 +388,7 @@ pub fn lines_ui(
 ) -> egui::Response {
     let (response, painter, inner) = small_plot(ui, title, size);
     let rect = response.rect;
-    let font = egui::FontId::proportional(11.0);
+    let font = egui::FontId::proportional(12.0);
     let finite = |v: &f64| v.is_finite();
     let values = || {
         series
