@@ -134,14 +134,79 @@ async function runMode(name, { args, device }, base) {
     throw new Error(`${name}: the loss did not fall: ${await page.title()}`);
   }
   const seconds = (Date.now() - playedAt) / 1000;
+  // the address follows the run on screen: its settings, without the ignored entry
+  const address = page.url();
+  if (!address.includes('target=rings') || !address.includes('flow=radial') || address.includes('colour=red')) {
+    throw new Error(`${name}: the address does not follow the run: ${address}`);
+  }
   const cache = await serviceWorkerCache(page);
   const spiral = await measureSpiral(page, base, name);
   const lab = await measureLab(page, base, name);
+  const reloaded = await reloadKeepsTheRun(browser, base, name, errors);
+  const phone = await onAPhone(browser, base, name, errors);
   if (errors.length) throw new Error(`${name}: console errors:\n${errors.join('\n')}`);
   await browser.close();
   console.log(`${name}: ok on the ${device} (first paint ${firstPaint} ms; step ${trained.step} in ${seconds.toFixed(1)} s, loss ${trained.first} -> ${trained.loss}; ${cache})`);
   console.log(`${name}: spiral recipe: ${spiral.stepsPerSecond.toFixed(1)} steps/s, ${spiral.fps.toFixed(1)} frames/s over ${spiral.seconds.toFixed(1)} s`);
   console.log(`${name}: phi^4 lab (L=8, broken point, ${lab.device}): ${lab.stepsPerSecond.toFixed(1)} steps/s, ${lab.fps.toFixed(1)} frames/s, ${lab.msPerStep} ms a training step, ESS/N ${lab.ess} at step ${lab.step}`);
+  console.log(`${name}: ${reloaded}; ${phone}`);
+}
+
+/** Collects console errors (and touch interventions, whatever their level) of `page`. */
+function watchConsole(page, errors, label) {
+  page.on('console', (m) => {
+    const text = m.text();
+    const bad = m.type() === 'error' || /passive event listener|Intervention|Invalid|While validating/.test(text);
+    if (bad) errors.push(`${label}: ${text.slice(0, 500)}`);
+  });
+  page.on('pageerror', (e) => errors.push(`${label}: ${e}`));
+}
+
+/** A run and the light theme from a link: the address keeps both, and a reload reopens them. */
+async function reloadKeepsTheRun(browser, base, name, errors) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.setDefaultTimeout(STALL_SECONDS * 1000);
+  watchConsole(page, errors, 'reload');
+  const wanted = ['target=moons', 'flow=coupling', 'family=sinh', 'theme=light'];
+  const follows = () => wanted.every((w) => page.url().includes(w));
+  await page.goto(`${base}/?target=moons&flow=coupling&family=sinh&stack=4&lr=0.003&theme=light`);
+  await waitFor(page, 'the moons page', async () => (await page.title()).includes('moons'));
+  await waitFor(page, 'the address to follow the page', async () => follows());
+  await page.reload();
+  await waitFor(page, 'the reloaded page', async () => (await page.title()).includes('moons | '));
+  await page.waitForTimeout(500);
+  if (!follows()) throw new Error(`${name}: a reload lost the run or the theme: ${page.url()}`);
+  await page.screenshot({ path: join(artifacts, `${name}-reloaded-light.png`) });
+  await page.close();
+  return 'a reload keeps the run and the light theme';
+}
+
+/** A phone: the narrow layout, taps and a swipe, without console errors. */
+async function onAPhone(browser, base, name, errors) {
+  const page = await browser.newPage({
+    viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true,
+  });
+  page.setDefaultTimeout(STALL_SECONDS * 1000);
+  watchConsole(page, errors, 'phone');
+  await page.goto(`${base}/?target=rings&flow=radial&stack=8`);
+  await waitFor(page, 'the page on a phone', async () => (await page.title()).includes('step 0'));
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: join(artifacts, `${name}-phone.png`) });
+  // open the controls' drawer, tap in the views, then swipe up through them
+  await page.touchscreen.tap(60, 37);
+  await page.waitForTimeout(300);
+  await page.touchscreen.tap(195, 600);
+  const cdp = await page.context().newCDPSession(page);
+  const touch = (type, y) => cdp.send('Input.dispatchTouchEvent', {
+    type, touchPoints: type === 'touchEnd' ? [] : [{ x: 195, y }],
+  });
+  await touch('touchStart', 700);
+  for (let k = 1; k <= 10; k++) await touch('touchMove', 700 - 40 * k);
+  await touch('touchEnd', 300);
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: join(artifacts, `${name}-phone-touched.png`) });
+  await page.close();
+  return 'a phone (390 x 844, touch) works without console errors';
 }
 
 /** Counts animation frames for `ms` milliseconds. */

@@ -125,6 +125,8 @@ pub fn parse_in<T: std::str::FromStr + PartialOrd + Display>(
             *slot = v;
             Ok(())
         }
+        // NaN parses, and is no number a setting can take
+        Ok(v) if v.partial_cmp(&v).is_none() => Err("not a number".into()),
         Ok(_) => Err(format!(
             "out of range: {} to {}",
             range.start(),

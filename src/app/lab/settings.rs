@@ -167,7 +167,13 @@ mod tests {
         assert_eq!(parsed.family, LabSettings::default().family);
         assert_eq!(
             ignored,
-            ["L=5", "m2=nan", "family=spline", "z2=yes", "colour=red"]
+            [
+                "L=5 (the lattice size must be even)",
+                "m2=nan (not a number)",
+                "family=spline (one of cubic_rational, sinh, cubic, affine)",
+                "z2=yes (expected 0 or 1)",
+                "colour=red (not a setting)"
+            ]
         );
     }
 }

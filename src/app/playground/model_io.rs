@@ -89,9 +89,12 @@ pub fn import(bytes: &[u8], current: &Settings) -> Result<Imported, String> {
             );
         }
     }
-    let step = ["step", "steps"]
-        .iter()
-        .find_map(|key| v.get(*key).and_then(Value::as_u64))
+    // an export's playground step, or a CLI report's steps
+    let step = v
+        .get("playground")
+        .and_then(|p| p.get("step"))
+        .or_else(|| v.get("steps"))
+        .and_then(Value::as_u64)
         .unwrap_or(0) as usize;
     Ok(Imported {
         settings,
@@ -133,6 +136,7 @@ mod tests {
             let bytes = export(&model, 120, &settings);
             let imported = import(&bytes, &Settings::default()).unwrap();
             assert_eq!(imported.settings, settings);
+            assert_eq!(imported.step, 120);
             assert!(imported.ignored.is_empty());
             assert_eq!(
                 imported.model.as_flow().params(),

@@ -150,3 +150,24 @@ pub fn field_colour(value: f64) -> Color32 {
         Color32::from_rgb(fade(40.0), fade(80.0), fade(200.0))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_colour_bar_is_numbered_with_what_each_colour_stands_for() {
+        assert!(colour_bar_ticks(Scale::Log, None).is_empty());
+        let log = colour_bar_ticks(Scale::Log, Some(-1.5));
+        let values: Vec<&str> = log.iter().map(|(_, v)| v.as_str()).collect();
+        assert_eq!(values, ["-13.5", "-10.5", "-7.5", "-4.5", "-1.5"]);
+        // each tick sits where `normalized` puts its value
+        for (t, v) in &log {
+            let v: f32 = v.parse().unwrap();
+            assert!((normalized(&[v, -1.5], Scale::Log)[0] - t).abs() < 1e-5);
+        }
+        let linear = colour_bar_ticks(Scale::Linear, Some(0.0));
+        assert_eq!(linear.first().map(|(_, v)| v.as_str()), Some("0.00"));
+        assert_eq!(linear.last().map(|(_, v)| v.as_str()), Some("1.00"));
+    }
+}
