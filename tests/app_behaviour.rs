@@ -282,3 +282,22 @@ fn the_lab_starts_again_at_once_at_a_preset_and_its_address_follows() {
     assert!(query(&h).contains("lambda=2"), "{}", query(&h));
     assert!(lab.title().contains("step 0"));
 }
+
+#[test]
+fn a_click_is_answered_in_its_own_frame_before_any_training() {
+    let mut h = harness(small("rings"));
+    h.run_steps(2);
+    h.get_by_label("Play").click();
+    h.run_steps(3);
+    let before = session(&h).steps_done();
+    assert!(before > 0);
+    // the harness runs a frame for each event of a click: the pointer moving
+    // there (a frame like any other: 8 steps), the press and the release (no
+    // training: the page answers them at once)
+    h.get_by_label("linear").click();
+    h.run_steps(1);
+    assert_eq!(session(&h).steps_done(), before + 8);
+    // the next frame trains as before
+    h.run_steps(1);
+    assert_eq!(session(&h).steps_done(), before + 16);
+}

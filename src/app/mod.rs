@@ -248,6 +248,18 @@ impl PlaygroundApp {
     }
 }
 
+/// Whether `event` is the user acting (a press, a tap, a key, text), not the
+/// pointer merely moving.
+fn is_user_action(event: &egui::Event) -> bool {
+    matches!(
+        event,
+        egui::Event::PointerButton { .. }
+            | egui::Event::Key { .. }
+            | egui::Event::Text(_)
+            | egui::Event::Touch { .. }
+    )
+}
+
 impl eframe::App for PlaygroundApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         self.count_frame();
@@ -256,11 +268,20 @@ impl eframe::App for PlaygroundApp {
             ui.ctx().request_repaint_after(Duration::from_millis(100));
         }
         self.page_switch_ui(ui);
+        // input first: a frame with a click, a tap or a key trains nothing, so
+        // the page answers it at once however heavy training is
+        let input = ui.input(|i| i.events.iter().any(is_user_action));
+        let (budget, lab_budget) = if input {
+            ui.ctx().request_repaint();
+            (Duration::ZERO, Duration::ZERO)
+        } else {
+            (self.train_budget, TRAIN_BUDGET)
+        };
         match (self.page, &mut self.lab) {
-            (Page::Phi4Lab, Some(lab)) => lab.ui(ui, TRAIN_BUDGET),
+            (Page::Phi4Lab, Some(lab)) => lab.ui(ui, lab_budget),
             _ => {
                 let fps = self.frame_meter.per_second();
-                self.playground.ui(ui, self.train_budget, fps)
+                self.playground.ui(ui, budget, fps)
             }
         }
         self.update_title();

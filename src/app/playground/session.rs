@@ -224,7 +224,8 @@ impl Session {
 
     fn frame_steps(&mut self, budget: Duration) {
         let running = self.status == Status::Running;
-        let steps = if running {
+        // no budget: a frame that answers the user trains nothing
+        let steps = if running && !budget.is_zero() {
             self.settings.steps_per_frame
         } else {
             0
