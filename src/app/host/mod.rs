@@ -4,114 +4,27 @@
 //! A browser cannot wait for the GPU inside a frame, so what a task produces
 //! comes back through an inbox a frame or two later; natively the task runs to
 //! completion at once. Divergence, checkpoints and moving a run between the
-//! GPU and the CPU are handled here, once.
+//! GPU and the CPU are handled here, once: [`offer`] (where a run may train,
+//! or why it trains on the CPU), [`progress`] (what a run starts with, what a
+//! frame hands back), [`schedule`] (when checkpoints are kept).
+
+pub mod offer;
+pub mod progress;
+pub mod schedule;
+
+pub use offer::{CpuReason, GpuOffer};
+pub use progress::{GpuJob, HostSpec, Progress};
+pub use schedule::CHECKPOINT_EVERY;
 
 use super::web::spawn;
 use crate::flow::FlowModel;
-use crate::gpu::{GpuContext, GpuError, GpuTrainer};
-use crate::target::Target;
+use crate::gpu::{GpuContext, GpuTrainer};
 use crate::train::watch::{Divergence, LossWatch, Verdict};
-use crate::train::{CpuTrainer, TrainError, TrainSettings, Trainer};
+use crate::train::{CpuTrainer, TrainError, Trainer};
+use schedule::{EARLY_CHECKPOINTS, checkpoint_between, checkpoint_due};
 use std::cell::RefCell;
-use std::future::Future;
 use std::rc::Rc;
 use web_time::{Duration, Instant};
-
-/// A checkpoint of the parameters is kept every this many steps (and at
-/// [`EARLY_CHECKPOINTS`]), when the loss is healthy then.
-pub const CHECKPOINT_EVERY: usize = 200;
-/// Checkpoints in a run's first steps, so there is a good state to go back to
-/// before the first regular one.
-const EARLY_CHECKPOINTS: [usize; 3] = [10, 50, 100];
-
-/// Whether step `step` is one to keep a checkpoint at.
-fn checkpoint_due(step: usize) -> bool {
-    EARLY_CHECKPOINTS.contains(&step) || step.is_multiple_of(CHECKPOINT_EVERY)
-}
-
-/// Whether the steps after `before` up to `after` pass a checkpoint step.
-fn checkpoint_between(before: usize, after: usize) -> bool {
-    (before + 1..=after).any(checkpoint_due)
-}
-
-/// Why a run trains on the CPU.
-#[derive(Clone, Debug, PartialEq)]
-pub enum CpuReason {
-    /// The page has no GPU (yet, or at all; the page's GPU status says why).
-    NoGpu,
-    /// The user unticked "train on the GPU".
-    Chosen,
-    /// The GPU is a software adapter, on which this page trains faster on the CPU.
-    SoftwareAdapter,
-    /// The Z2 radial flow keeps its centre fixed, which only the CPU trainer does.
-    FixedCentre,
-    /// The GPU kernels cannot train this flow or target (the reason).
-    Unsupported(GpuError),
-    /// The GPU device was lost while the run trained there.
-    Lost(String),
-}
-
-impl CpuReason {
-    /// The reason for the user, where one is worth showing beside the device.
-    pub fn note(&self) -> Option<String> {
-        match self {
-            Self::NoGpu | Self::Chosen => None,
-            Self::SoftwareAdapter => Some("the GPU is emulated in software, slower here".into()),
-            Self::FixedCentre => Some("the Z2 radial flow's fixed centre is the CPU's".into()),
-            Self::Unsupported(why) => Some(format!("the GPU cannot: {why}")),
-            Self::Lost(why) => Some(format!("the GPU device was lost: {why}")),
-        }
-    }
-}
-
-/// Where a run is asked to train: on this GPU, or on the CPU for a reason.
-pub type GpuOffer = Result<GpuContext, CpuReason>;
-
-/// Work a GPU task does after its training steps: reading what the views need
-/// from the trainer's kernels. `step` is the run's step count at that point.
-pub trait GpuJob: 'static {
-    type Output: 'static;
-    fn run(
-        self,
-        trainer: &mut GpuTrainer,
-        step: usize,
-    ) -> impl Future<Output = Result<Self::Output, String>>;
-}
-
-/// What a run is started with.
-pub struct HostSpec {
-    pub model: FlowModel<f64>,
-    pub target: Target,
-    pub settings: TrainSettings,
-    /// hold the first `dim` parameters (a radial flow's centre) fixed
-    pub fixed_centre: bool,
-}
-
-/// What training did since the last frame.
-pub struct Progress<O> {
-    /// (step, batch loss) of each step taken
-    pub losses: Vec<(usize, f64)>,
-    /// what the GPU job produced
-    pub output: Option<O>,
-    /// why training stopped, for the user
-    pub stopped: Option<String>,
-    /// the divergence that stopped it, when one did
-    pub divergence: Option<Divergence>,
-    /// seconds the steps took
-    pub seconds: f64,
-}
-
-impl<O> Default for Progress<O> {
-    fn default() -> Self {
-        Self {
-            losses: Vec::new(),
-            output: None,
-            stopped: None,
-            divergence: None,
-            seconds: 0.0,
-        }
-    }
-}
 
 /// What a GPU task hands back.
 struct Returned<O> {

@@ -1,0 +1,55 @@
+//! What a run is started with, the work a GPU task does after its steps, and
+//! what a frame of training hands back to the page.
+
+use crate::flow::FlowModel;
+use crate::gpu::GpuTrainer;
+use crate::target::Target;
+use crate::train::TrainSettings;
+use crate::train::watch::Divergence;
+use std::future::Future;
+
+/// Work a GPU task does after its training steps: reading what the views need
+/// from the trainer's kernels. `step` is the run's step count at that point.
+pub trait GpuJob: 'static {
+    type Output: 'static;
+    fn run(
+        self,
+        trainer: &mut GpuTrainer,
+        step: usize,
+    ) -> impl Future<Output = Result<Self::Output, String>>;
+}
+
+/// What a run is started with.
+pub struct HostSpec {
+    pub model: FlowModel<f64>,
+    pub target: Target,
+    pub settings: TrainSettings,
+    /// hold the first `dim` parameters (a radial flow's centre) fixed
+    pub fixed_centre: bool,
+}
+
+/// What training did since the last frame.
+pub struct Progress<O> {
+    /// (step, batch loss) of each step taken
+    pub losses: Vec<(usize, f64)>,
+    /// what the GPU job produced
+    pub output: Option<O>,
+    /// why training stopped, for the user
+    pub stopped: Option<String>,
+    /// the divergence that stopped it, when one did
+    pub divergence: Option<Divergence>,
+    /// seconds the steps took
+    pub seconds: f64,
+}
+
+impl<O> Default for Progress<O> {
+    fn default() -> Self {
+        Self {
+            losses: Vec::new(),
+            output: None,
+            stopped: None,
+            divergence: None,
+            seconds: 0.0,
+        }
+    }
+}
