@@ -6,6 +6,9 @@
 //! screen still shows every view.
 #![cfg(all(feature = "app", not(target_arch = "wasm32")))]
 
+mod app_common;
+
+use app_common::screenshot;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use flowplay::app::PlaygroundApp;
@@ -32,15 +35,6 @@ fn harness_sized(settings: Settings, size: [f32; 2]) -> Harness<'static, Playgro
 
 fn harness(settings: Settings) -> Harness<'static, PlaygroundApp> {
     harness_sized(settings, [1280.0, 800.0])
-}
-
-fn screenshot(harness: &mut Harness<'static, PlaygroundApp>, name: &str) {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../screenshots");
-    std::fs::create_dir_all(&dir).expect("screenshot folder");
-    let image = harness.render().expect("the app renders");
-    image
-        .save(dir.join(format!("{name}.png")))
-        .expect("PNG written");
 }
 
 /// A small, quick radial run.

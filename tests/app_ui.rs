@@ -4,6 +4,9 @@
 //! message, and screenshots land in target/screenshots/ to be looked at.
 #![cfg(all(feature = "app", not(target_arch = "wasm32")))]
 
+mod app_common;
+
+use app_common::screenshot;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use flowplay::app::PlaygroundApp;
@@ -44,15 +47,6 @@ fn train_with_redraws(h: &mut Harness<'static, PlaygroundApp>, rounds: usize) {
         h.run_steps(10);
         std::thread::sleep(std::time::Duration::from_millis(320));
     }
-}
-
-fn screenshot(harness: &mut Harness<'static, PlaygroundApp>, name: &str) {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../screenshots");
-    std::fs::create_dir_all(&dir).expect("screenshot folder");
-    let image = harness.render().expect("the app renders");
-    image
-        .save(dir.join(format!("{name}.png")))
-        .expect("PNG written");
 }
 
 fn small(target: &'static str, flow: FlowKind) -> Settings {

@@ -98,6 +98,7 @@ impl<J: GpuJob> TrainerHost<J> {
             },
             Err(reason) => Err(reason),
         };
+        let start = (step_offset, spec.model.clone());
         let learning_rate = spec.settings.learning_rate;
         let reason = match offer {
             Ok(ctx) => {
@@ -109,27 +110,16 @@ impl<J: GpuJob> TrainerHost<J> {
                 );
                 match built {
                     Ok(trainer) => {
+                        let device = trainer.backend();
                         let inbox = Inbox {
                             trainer: Some(trainer),
                             returned: None,
                             steps_done: 0,
                         };
-                        let device = inbox.trainer.as_ref().map(GpuTrainer::backend);
-                        let start = (step_offset, spec.model.clone());
-                        return Ok(Self {
-                            backend: Backend::Gpu(Rc::new(RefCell::new(inbox))),
-                            device: device.unwrap_or_default(),
-                            cpu_reason: None,
-                            gpu: Some(ctx),
-                            step_base: step_offset as i64,
-                            learning_rate,
-                            pending_lr: None,
-                            gpu_steps: None,
-                            checkpoint: Some(start),
-                            watch: LossWatch::new(),
-                            verdict: Verdict::Healthy,
-                            divergence: None,
-                        });
+                        let backend = Backend::Gpu(Rc::new(RefCell::new(inbox)));
+                        let mut host = Self::starting(backend, device, start, learning_rate);
+                        host.gpu = Some(ctx);
+                        return Ok(host);
                     }
                     Err(why) => CpuReason::Unsupported(why),
                 }
@@ -137,17 +127,31 @@ impl<J: GpuJob> TrainerHost<J> {
             Err(reason) => reason,
         };
         let dim = spec.target.dim();
-        let start = (step_offset, spec.model.clone());
         let mut trainer = CpuTrainer::<f32>::new(spec.model, spec.target, spec.settings)?;
         if spec.fixed_centre {
             trainer.freeze(0..dim);
         }
-        Ok(Self {
-            device: trainer.backend(),
-            backend: Backend::Cpu(Box::new(trainer)),
-            cpu_reason: Some(reason),
+        let device = trainer.backend();
+        let backend = Backend::Cpu(Box::new(trainer));
+        let mut host = Self::starting(backend, device, start, learning_rate);
+        host.cpu_reason = Some(reason);
+        Ok(host)
+    }
+
+    /// A host for `backend` at the start of its training: `start` is the
+    /// run's step and model then (its first checkpoint).
+    fn starting(
+        backend: Backend<J::Output>,
+        device: String,
+        start: (usize, FlowModel<f64>),
+        learning_rate: f64,
+    ) -> Self {
+        Self {
+            backend,
+            device,
+            cpu_reason: None,
             gpu: None,
-            step_base: step_offset as i64,
+            step_base: start.0 as i64,
             learning_rate,
             pending_lr: None,
             gpu_steps: None,
@@ -155,7 +159,7 @@ impl<J: GpuJob> TrainerHost<J> {
             watch: LossWatch::new(),
             verdict: Verdict::Healthy,
             divergence: None,
-        })
+        }
     }
 
     /// Sizes each GPU task's steps to the frame budget at the measured pace

@@ -7,6 +7,7 @@ use super::settings::{
 };
 use crate::app::query::Appearance;
 use crate::app::web::page_link;
+use crate::app::widgets::notes::dismissable_warning_ui;
 use eframe::egui;
 
 impl Phi4Lab {
@@ -17,19 +18,7 @@ impl Phi4Lab {
             "Flows learn the phi^4 lattice field theory from its action alone \
              (reverse KL), checked against Hamiltonian Monte Carlo.",
         );
-        let mut dismiss = false;
-        if let Some(m) = &self.message {
-            ui.horizontal_wrapped(|ui| {
-                ui.colored_label(ui.visuals().warn_fg_color, m);
-                dismiss = ui
-                    .small_button("OK")
-                    .on_hover_text("Hide this message.")
-                    .clicked();
-            });
-        }
-        if dismiss {
-            self.message = None;
-        }
+        dismissable_warning_ui(ui, &mut self.message);
         if let Some(n) = &self.notice {
             ui.label(n);
         }

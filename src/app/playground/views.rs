@@ -6,6 +6,7 @@ use super::picture::{Picture, VIEW};
 use super::session::{Session, Status};
 use crate::app::files::ViewSaver;
 use crate::app::widgets::colour::{colour, colour_bar_ui, image, normalized};
+use crate::app::widgets::notes::dismissable_warning_ui;
 use eframe::egui::{self, Color32, Pos2, Rect, RichText, Sense, Shape, Stroke};
 use glam::{Affine2, Vec2, vec2};
 
@@ -133,47 +134,13 @@ impl Views {
 }
 
 impl Playground {
-    /// The central panel: messages, then the model and target views (side
+    /// The central panel: the messages, then the model and target views (side
     /// by side, or one above the other on a narrow screen).
     pub(super) fn views_ui(&mut self, ui: &mut egui::Ui) {
-        let mut dismiss = false;
-        if let Some(message) = &self.message {
-            ui.horizontal_wrapped(|ui| {
-                ui.colored_label(ui.visuals().warn_fg_color, message);
-                dismiss = ui
-                    .small_button("OK")
-                    .on_hover_text("Hide this message.")
-                    .clicked();
-            });
-        }
-        if dismiss {
-            self.message = None;
-        }
-        if let Some(notice) = &self.notice {
-            ui.label(notice);
-        }
-        self.asking_ui(ui);
-        // the lesson's note while its experiment is the one running
-        if let (Some((settings, note)), Some(session)) = (&self.lesson, &self.session)
-            && session.settings.describe() == settings.describe()
-            && session.settings.target == settings.target
-        {
-            ui.label(RichText::new(*note).italics());
-        }
-        self.stopped_ui(ui);
+        self.messages_ui(ui);
         let Some(session) = &self.session else {
             return;
         };
-        if let Some(idle) = session.stalled_for() {
-            ui.colored_label(
-                ui.visuals().warn_fg_color,
-                format!(
-                    "No training step has finished for {:.0} s: {} is slow at this flow. Untick 'train on the GPU' to train on the CPU, or choose a smaller flow.",
-                    idle.as_secs_f64(),
-                    session.device()
-                ),
-            );
-        }
         let texture = self.views.model_texture(ui.ctx(), session);
         let target_texture = self.views.target_texture(ui.ctx(), session);
         let available = ui.available_size();
@@ -220,6 +187,37 @@ impl Playground {
             });
         }
         self.views.rects.extend(rects);
+    }
+
+    /// The messages above the views: a warning, what the last action did, a
+    /// question before a long run is set aside, the lesson's note, why
+    /// training stopped, and a run that makes no progress.
+    fn messages_ui(&mut self, ui: &mut egui::Ui) {
+        dismissable_warning_ui(ui, &mut self.message);
+        if let Some(notice) = &self.notice {
+            ui.label(notice);
+        }
+        self.asking_ui(ui);
+        // the lesson's note while its experiment is the one running
+        if let (Some((settings, note)), Some(session)) = (&self.lesson, &self.session)
+            && session.settings.describe() == settings.describe()
+            && session.settings.target == settings.target
+        {
+            ui.label(RichText::new(*note).italics());
+        }
+        self.stopped_ui(ui);
+        if let Some(session) = &self.session
+            && let Some(idle) = session.stalled_for()
+        {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                format!(
+                    "No training step has finished for {:.0} s: {} is slow at this flow. Untick 'train on the GPU' to train on the CPU, or choose a smaller flow.",
+                    idle.as_secs_f64(),
+                    session.device()
+                ),
+            );
+        }
     }
 
     /// A change of settings that would set aside a long run: start the new

@@ -1,5 +1,7 @@
-//! Pictures both pages draw: colour maps and the colour bar ([`colour`]),
-//! and small plots of curves and histograms ([`plots`]).
+//! Pictures and pieces both pages draw: colour maps and the colour bar
+//! ([`colour`]), small plots of curves and histograms ([`plots`]), and
+//! messages ([`notes`]).
 
 pub mod colour;
+pub mod notes;
 pub mod plots;
