@@ -545,6 +545,56 @@ fn phi4_refuses_an_unbounded_action_and_mixed_conventions() {
     );
 }
 
+/// Sizes over their limits, and runs over the machine's memory, are refused
+/// at once in one line (a lattice of 100,000 once tried to allocate 240 GB,
+/// and one of 3,000 ran silently for minutes).
+#[test]
+fn oversized_runs_are_refused_before_they_start() {
+    let refused = |args: &[&str], why: &str| {
+        let started = std::time::Instant::now();
+        let (code, stdout, stderr) = run(args);
+        assert_eq!(code, 1, "{args:?}: {stdout} {stderr}");
+        assert!(stderr.contains(why), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        // (a guard against a run that started anyway, not a speed test)
+        assert!(started.elapsed().as_secs() < 60, "{args:?} ran");
+    };
+    let lattice = "the lattice side L 100000 is over the limit of 64";
+    refused(&["phi4", "--lattice", "100000"], lattice);
+    refused(&["phi4", "hmc", "--lattice", "100000"], lattice);
+    refused(
+        &["phi4", "compare", "--lattice", "3000"],
+        "L 3000 is over the limit",
+    );
+    refused(
+        &["phi4", "hmc", "--trajectories", "5000000"],
+        "HMC trajectories 5000000 is over the limit of 1000000",
+    );
+    refused(
+        &["train", "--batch", "100000000"],
+        "the batch 100000000 is over the limit of 65536",
+    );
+    refused(
+        &["train", "--target", "phi4:L=100", "--flow", "lattice"],
+        "the lattice side L 100 is over the limit of 64",
+    );
+    // within every limit, but terabytes of activations
+    refused(
+        &[
+            "phi4",
+            "--lattice",
+            "64",
+            "--batch",
+            "65536",
+            "--width",
+            "64",
+            "--trajectories",
+            "0",
+        ],
+        "of memory and the machine has",
+    );
+}
+
 /// Every command and subcommand answers --help and -h with its options, and
 /// the tool its version; no command needs a value to show its help.
 #[test]

@@ -4,6 +4,7 @@ use super::{parse_precision, parse_target, progress_printer, write_json};
 use crate::bijection::{Family, SplineShape};
 use crate::flow::{FlowConfig, FlowKind};
 use crate::run::backend::{Backend, trainer};
+use crate::run::limits;
 use crate::run::report::report;
 use crate::train::config::{Precision, RunConfig, train_with};
 use crate::train::{Loss, TrainSettings, default_threads};
@@ -156,6 +157,7 @@ pub fn config_from_args(args: &TrainArgs) -> Result<RunConfig, String> {
 
 pub fn run(args: TrainArgs) -> Result<(), String> {
     let config = config_from_args(&args)?;
+    limits::check(&config)?;
     let mut progress = progress_printer(String::new(), config.steps, args.quiet);
     let outcome = train_with(&config, trainer(&config, args.backend)?, &mut progress);
     let r = report(&config, &outcome);

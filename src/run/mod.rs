@@ -1,8 +1,10 @@
 //! Runs as the command line and the page start them: the backend a run
 //! trains on ([`backend`]), its JSON report ([`report`]), the model file both
-//! read and write ([`model_file`]), and a phi^4 flow run ([`phi4`]).
+//! read and write ([`model_file`]), a phi^4 flow run ([`phi4`]), and the
+//! sizes and memory a run may ask for ([`limits`]).
 
 pub mod backend;
+pub mod limits;
 pub mod model_file;
 pub mod phi4;
 pub mod report;
@@ -21,6 +23,8 @@ pub enum RunError {
     )]
     NoGpuBackend,
     #[error(transparent)]
+    Limit(#[from] limits::LimitError),
+    #[error(transparent)]
     Setup(#[from] crate::train::SetupError),
     #[error(transparent)]
     Flow(#[from] crate::flow::FlowError),
@@ -29,6 +33,13 @@ pub enum RunError {
     Gpu(#[from] crate::gpu::GpuError),
     #[error(transparent)]
     Estimate(#[from] crate::phi4::EstimateError),
+}
+
+/// The message, where errors meet a person (the command line).
+impl From<limits::LimitError> for String {
+    fn from(e: limits::LimitError) -> String {
+        e.to_string()
+    }
 }
 
 /// The message, where errors meet a person (the command line, the page).

@@ -3,6 +3,7 @@
 
 use super::RunError;
 use super::backend::{Backend, trainer};
+use super::limits;
 use crate::phi4::design::Design;
 use crate::phi4::estimates::{FlowEstimates, estimate_with_flow};
 use crate::rng::Rng;
@@ -15,6 +16,25 @@ use crate::train::config::{Precision, RunConfig, RunOutcome, train_with};
 pub struct Phi4FlowRun {
     pub outcome: RunOutcome,
     pub estimates: FlowEstimates,
+}
+
+/// Checks a flow run of `design` on `model` against the limits and the
+/// machine's memory before anything starts (the HMC reference included).
+pub fn check_flow_run(
+    model: &Phi4,
+    design: &Design,
+    settings: &TrainSettings,
+    samples: usize,
+) -> Result<(), RunError> {
+    limits::check(&RunConfig {
+        target: Target::Phi4(*model),
+        flow: design.flow_for(model),
+        steps: 0,
+        settings: settings.clone(),
+        precision: Precision::F64,
+        eval_samples: samples,
+    })?;
+    Ok(())
 }
 
 /// Trains `design` on `model` on `backend` and measures it with `samples`
@@ -38,6 +58,7 @@ pub fn flow_run(
         precision,
         eval_samples: samples,
     };
+    limits::check(&config)?;
     let outcome = train_with(&config, trainer(&config, backend)?, progress);
     let mut rng = Rng::seeded(config.settings.seed.wrapping_add(0x0e57_1a7e));
     let estimates = estimate_with_flow(outcome.model.as_flow(), model, samples, &mut rng)?;

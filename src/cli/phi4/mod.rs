@@ -12,7 +12,8 @@ use crate::phi4::design::{Design, comparison_designs};
 use crate::phi4::observables::Phi4Observables;
 use crate::phi4::reference::{Phi4Reference, reference};
 use crate::run::backend::Backend;
-use crate::run::phi4::flow_run;
+use crate::run::limits;
+use crate::run::phi4::{check_flow_run, flow_run};
 use crate::target::phi4::{Couplings, Phi4};
 use crate::train::config::Precision;
 use crate::train::{Loss, TrainSettings, default_threads};
@@ -91,6 +92,7 @@ impl TheoryArgs {
     }
 
     fn model(&self) -> Result<Phi4, String> {
+        limits::lattice(self.lattice)?;
         Ok(Phi4::new(self.lattice, self.couplings()?)?)
     }
 }
@@ -247,6 +249,7 @@ fn hmc(args: HmcArgs) -> Result<(), String> {
     if settings.trajectories < 2 {
         return Err("--trajectories must be at least 2".into());
     }
+    limits::trajectories(settings.trajectories)?;
     let start = Instant::now();
     let r = reference(&model, &settings, |done, total| {
         eprintln!(
@@ -272,21 +275,33 @@ fn hmc(args: HmcArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The HMC reference at `model` (None for 0 trajectories).
+/// The HMC reference at `model` (None for 0 trajectories), with its progress
+/// unless `quiet`.
 fn hmc_reference(
     model: &Phi4,
     trajectories: usize,
     seed: u64,
+    quiet: bool,
 ) -> Result<Option<Phi4Reference>, String> {
     if trajectories == 0 {
         return Ok(None);
     }
+    limits::trajectories(trajectories)?;
     let settings = HmcSettings {
         trajectories: trajectories.max(2),
         seed,
         ..HmcSettings::default()
     };
-    Ok(Some(reference(model, &settings, |_, _| {})?))
+    let start = Instant::now();
+    let report = |done: usize, total: usize| {
+        if !quiet {
+            eprintln!(
+                "hmc reference: {done}/{total} trajectories ({:.1} s)",
+                start.elapsed().as_secs_f64()
+            );
+        }
+    };
+    Ok(Some(reference(model, &settings, report)?))
 }
 
 fn train(args: FlowArgs) -> Result<(), String> {
@@ -298,7 +313,8 @@ fn train(args: FlowArgs) -> Result<(), String> {
     f.width = args.width.unwrap_or(f.width);
     f.depth = args.depth.unwrap_or(f.depth);
     let t = &args.training;
-    let reference = hmc_reference(&model, t.trajectories, t.seed)?;
+    check_flow_run(&model, &design, &t.settings(), t.samples)?;
+    let reference = hmc_reference(&model, t.trajectories, t.seed, t.quiet)?;
     let mut progress = progress_printer(format!("{}: ", design.label()), t.steps, t.quiet);
     let run = flow_run(
         &model,
@@ -376,9 +392,13 @@ fn compare(args: CompareArgs) -> Result<(), String> {
     let start = Instant::now();
     let mut rows = Vec::new();
     let mut reports = Vec::new();
+    limits::lattice(args.lattice)?;
     for (phase, couplings) in points {
         let model = Phi4::new(args.lattice, couplings)?;
-        let reference = hmc_reference(&model, t.trajectories.max(2), settings.seed)?
+        for design in comparison_designs() {
+            check_flow_run(&model, &design, &settings, t.samples)?;
+        }
+        let reference = hmc_reference(&model, t.trajectories.max(2), settings.seed, t.quiet)?
             .ok_or_else(|| "the comparison needs an HMC reference".to_string())?;
         for design in comparison_designs() {
             let label = format!("{phase} {}: ", design.label());
