@@ -454,7 +454,8 @@ impl<J: GpuJob> TrainerHost<J> {
 
     /// The same run from `model` at `step` on the offered GPU or the CPU
     /// (Adam's moments start afresh): after a lost device, or onto a GPU
-    /// found later. The checkpoint is kept.
+    /// found later. The model it moves with is its first checkpoint, unless
+    /// the run had stopped: then the last good one is kept.
     pub fn moved(
         &self,
         spec: HostSpec,
@@ -462,7 +463,10 @@ impl<J: GpuJob> TrainerHost<J> {
         offer: GpuOffer,
     ) -> Result<TrainerHost<J>, String> {
         let mut host = Self::at_step(spec, offer, step)?;
-        host.checkpoint = self.checkpoint.clone();
+        if self.divergence.is_some() {
+            host.checkpoint = self.checkpoint.clone();
+            host.divergence = self.divergence.clone();
+        }
         host.gpu_steps = self.gpu_steps.map(|_| 1);
         Ok(host)
     }

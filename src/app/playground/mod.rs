@@ -39,7 +39,7 @@ pub const NARROW_WIDTH: f32 = 700.0;
 
 /// A run set aside by a new one: its loss curve stays, greyed, for comparison.
 pub struct PreviousRun {
-    /// what it was, e.g. "radial, cubic-rational, stack 16, lr 0.01"
+    /// what it was, e.g. "radial, cubic_rational, stack 16, lr 0.01 on rings"
     pub label: String,
     pub losses: Vec<f32>,
 }
@@ -169,14 +169,14 @@ impl Playground {
     pub fn reset(&mut self) {
         self.windows.hand_model = None;
         self.asking = false;
-        if let Some(session) = &self.session
-            && session.steps_done() > 0
-        {
-            self.previous = Some(PreviousRun {
-                label: session.settings.describe(),
-                losses: session.losses.clone(),
+        let previous = self
+            .session
+            .as_ref()
+            .filter(|s| s.steps_done() > 0)
+            .map(|s| PreviousRun {
+                label: s.settings.describe(),
+                losses: s.losses.clone(),
             });
-        }
         let start = Start {
             target: match self.settings.target {
                 TargetChoice::Preset(_) => None,
@@ -193,6 +193,7 @@ impl Playground {
         ) {
             Ok(session) => {
                 self.session = Some(session);
+                self.previous = previous.or(self.previous.take());
                 self.message = None;
                 self.failed = None;
             }
