@@ -24,16 +24,16 @@ pub struct TrainArgs {
     /// cubic, cubic_rational, sinh, affine, spline
     #[arg(long, default_value = "cubic", value_parser = Family::parse)]
     family: Family,
-    /// Copies of the family per scalar map (default 64 radial, 1 coupling)
+    /// Copies of the family per scalar map (default 64 radial, 1 coupling and lattice)
     #[arg(long)]
     stack: Option<usize>,
     /// Coupling layers (default 8)
     #[arg(long)]
     layers: Option<usize>,
-    /// Conditioner width (default 128)
+    /// Conditioner width (default 128; lattice: 8 channels)
     #[arg(long)]
     width: Option<usize>,
-    /// Conditioner residual blocks (default 2)
+    /// Conditioner residual blocks (default 2; lattice: 1)
     #[arg(long)]
     depth: Option<usize>,
     /// Angle features of radial-fourier (default 3)

@@ -84,15 +84,23 @@ impl FlowConfig {
     }
 
     /// The paper's defaults for each architecture: radial flows use a 64-stack,
-    /// coupling flows one scalar layer per element, 8 layers of width 128.
+    /// coupling flows one scalar layer per element, 8 layers of width 128;
+    /// lattice flows the phi^4 designs' 8 layers of 8 channels, one residual
+    /// block and one map a site (a 64-stack of sinh maps on every site
+    /// overflowed at the start).
     pub fn defaults(kind: FlowKind) -> Self {
+        let lattice = kind == FlowKind::Lattice;
         Self {
             kind,
             family: Family::Cubic,
-            stack: if kind == FlowKind::Coupling { 1 } else { 64 },
+            stack: if kind == FlowKind::Coupling || lattice {
+                1
+            } else {
+                64
+            },
             layers: 8,
-            width: 128,
-            depth: 2,
+            width: if lattice { 8 } else { 128 },
+            depth: if lattice { 1 } else { 2 },
             fourier_order: 3,
             center: None,
             log_scale: None,
