@@ -266,11 +266,10 @@ impl Session {
         self.losses
             .extend(progress.losses.iter().map(|&(_, loss)| loss as f32));
         if let Some(why) = progress.stopped {
-            let advice = match &progress.divergence {
-                Some(_) => self.settings.divergence_advice(),
-                None => String::new(),
-            };
-            self.status = Status::Stopped(format!("{why}. {advice}"));
+            self.status = Status::Stopped(match &progress.divergence {
+                Some(_) => format!("{why}. {}", self.settings.divergence_advice()),
+                None => why,
+            });
         }
         if let Some(picture) = progress.output {
             self.picture = picture;
