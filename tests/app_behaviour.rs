@@ -295,3 +295,25 @@ fn a_click_is_answered_in_its_own_frame_before_any_training() {
     h.run_steps(1);
     assert_eq!(session(&h).steps_done(), before + 16);
 }
+
+#[test]
+fn a_window_just_wider_than_a_phone_keeps_the_views_side_by_side() {
+    // 900 points wide: the wide layout (controls at the left), so the views
+    // stand side by side and both fit in the window, which does not scroll
+    let mut h = harness_sized(small("rings"), [900.0, 640.0]);
+    h.run_steps(3);
+    let rects = h.state().playground().view_rects().to_vec();
+    let rect = |name: &str| {
+        rects
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, r)| *r)
+            .unwrap_or_else(|| panic!("no {name} view: {rects:?}"))
+    };
+    let (density, target) = (rect("density"), rect("target"));
+    assert!(target.left() >= density.right(), "{density:?} {target:?}");
+    assert!(
+        target.bottom() <= 640.0 && target.right() <= 900.0,
+        "{target:?}"
+    );
+}

@@ -81,7 +81,7 @@ fn loss_label(session: &Session) -> &'static str {
 impl Playground {
     /// The loss curve (with the previous run's in grey), and beside it (below
     /// it on a narrow screen) the metrics the target allows.
-    pub(super) fn curves_ui(&mut self, ui: &mut egui::Ui, narrow: bool) {
+    pub(super) fn curves_ui(&mut self, ui: &mut egui::Ui) {
         let Some(session) = &self.session else {
             return;
         };
@@ -106,7 +106,7 @@ impl Playground {
         };
         let hover = "The training loss at every step (thin) and its running mean (thick); grey: the run before this one.";
         let loss_rect;
-        if narrow {
+        if self.narrow {
             let width = ui.available_width();
             let response = loss_ui(ui, &session.losses, &plot, Vec2::new(width, 150.0));
             loss_rect = response.rect;

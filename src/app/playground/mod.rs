@@ -411,7 +411,7 @@ impl Playground {
             });
         egui::Panel::bottom("loss")
             .default_size(150.0)
-            .show(ui, |ui| self.curves_ui(ui, false));
+            .show(ui, |ui| self.curves_ui(ui));
         egui::CentralPanel::default().show(ui, |ui| self.views_ui(ui));
     }
 
@@ -444,7 +444,7 @@ impl Playground {
             egui::ScrollArea::vertical().show(ui, |ui| {
                 self.views_ui(ui);
                 ui.separator();
-                self.curves_ui(ui, true);
+                self.curves_ui(ui);
             });
         });
     }

@@ -144,7 +144,7 @@ impl Playground {
         let texture = self.views.model_texture(ui.ctx(), session);
         let target_texture = self.views.target_texture(ui.ctx(), session);
         let available = ui.available_size();
-        let narrow = available.x < super::NARROW_WIDTH;
+        let narrow = self.narrow;
         let side = if narrow {
             (available.x - 80.0).max(120.0)
         } else {
