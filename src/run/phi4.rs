@@ -18,6 +18,25 @@ pub struct Phi4FlowRun {
     pub estimates: FlowEstimates,
 }
 
+/// The training run of `design` on `model`'s lattice.
+fn run_config(
+    model: &Phi4,
+    design: &Design,
+    steps: usize,
+    settings: TrainSettings,
+    precision: Precision,
+    samples: usize,
+) -> RunConfig {
+    RunConfig {
+        target: Target::Phi4(*model),
+        flow: design.flow_for(model),
+        steps,
+        settings,
+        precision,
+        eval_samples: samples,
+    }
+}
+
 /// Checks a flow run of `design` on `model` against the limits and the
 /// machine's memory before anything starts (the HMC reference included).
 pub fn check_flow_run(
@@ -26,15 +45,8 @@ pub fn check_flow_run(
     settings: &TrainSettings,
     samples: usize,
 ) -> Result<(), RunError> {
-    limits::check(&RunConfig {
-        target: Target::Phi4(*model),
-        flow: design.flow_for(model),
-        steps: 0,
-        settings: settings.clone(),
-        precision: Precision::F64,
-        eval_samples: samples,
-    })?;
-    Ok(())
+    let config = run_config(model, design, 0, settings.clone(), Precision::F64, samples);
+    Ok(limits::check(&config)?)
 }
 
 /// Trains `design` on `model` on `backend` and measures it with `samples`
@@ -50,14 +62,7 @@ pub fn flow_run(
     samples: usize,
     progress: &mut dyn FnMut(usize, f64),
 ) -> Result<Phi4FlowRun, RunError> {
-    let config = RunConfig {
-        target: Target::Phi4(*model),
-        flow: design.flow_for(model),
-        steps,
-        settings,
-        precision,
-        eval_samples: samples,
-    };
+    let config = run_config(model, design, steps, settings, precision, samples);
     limits::check(&config)?;
     let outcome = train_with(&config, trainer(&config, backend)?, progress);
     let mut rng = Rng::seeded(config.settings.seed.wrapping_add(0x0e57_1a7e));
