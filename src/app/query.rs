@@ -8,17 +8,29 @@ use std::fmt::Display;
 /// What a page makes of one entry of its link: used, or why not.
 pub type Entry = Result<(), String>;
 
-/// Hands each `key=value` entry of a URL query to `apply`, which uses it or
-/// says why not; returns the entries it did not use, each with the reason
-/// (`lr=1 (out of range: 0.0001 to 0.1)`).
-pub fn apply_query(query: &str, mut apply: impl FnMut(&str, &str) -> Entry) -> Vec<String> {
+/// The `(entry, key, value)` of each `key=value` entry of a URL query.
+fn entries(query: &str) -> impl Iterator<Item = (&str, &str, &str)> {
     query
         .trim_start_matches('?')
         .split('&')
         .filter(|pair| !pair.is_empty())
-        .filter_map(|pair| {
+        .map(|pair| {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            apply(key, value).err().map(|why| format!("{pair} ({why})"))
+            (pair, key, value)
+        })
+}
+
+/// Hands each `key=value` entry of a URL query to `apply`, which uses it or
+/// says why not; returns the entries it did not use, each with the reason
+/// (`lr=1 (out of range: 0.0001 to 0.1)`). The app's own entries (the
+/// [`Appearance`]) are checked here, for every page, and not handed on.
+pub fn apply_query(query: &str, mut apply: impl FnMut(&str, &str) -> Entry) -> Vec<String> {
+    entries(query)
+        .filter_map(|(pair, key, value)| {
+            let entry = Appearance::default()
+                .apply(key, value)
+                .unwrap_or_else(|| apply(key, value));
+            entry.err().map(|why| format!("{pair} ({why})"))
         })
         .collect()
 }
@@ -32,6 +44,22 @@ pub struct Appearance {
     pub zoom: Option<f32>,
 }
 
+/// The themes a link may ask for.
+const THEMES: [egui::ThemePreference; 3] = [
+    egui::ThemePreference::Dark,
+    egui::ThemePreference::Light,
+    egui::ThemePreference::System,
+];
+
+/// A theme's name in a link.
+fn theme_name(theme: egui::ThemePreference) -> &'static str {
+    match theme {
+        egui::ThemePreference::Dark => "dark",
+        egui::ThemePreference::Light => "light",
+        egui::ThemePreference::System => "system",
+    }
+}
+
 /// The text sizes the page offers (egui's zoom factor).
 pub const ZOOMS: std::ops::RangeInclusive<f32> = 0.75..=2.5;
 
@@ -40,22 +68,14 @@ impl Appearance {
     /// key is not the app's (the page's settings take it).
     pub fn apply(&mut self, key: &str, value: &str) -> Option<Entry> {
         match key {
-            "theme" => Some(match value {
-                "dark" => set_if(&mut self.theme, Some(egui::ThemePreference::Dark), true, ""),
-                "light" => set_if(
-                    &mut self.theme,
-                    Some(egui::ThemePreference::Light),
-                    true,
-                    "",
-                ),
-                "system" => set_if(
-                    &mut self.theme,
-                    Some(egui::ThemePreference::System),
-                    true,
-                    "",
-                ),
-                _ => Err("one of dark, light, system".into()),
-            }),
+            "theme" => {
+                let mut theme = egui::ThemePreference::System;
+                let entry = pick(&mut theme, value, &THEMES, |t| theme_name(*t));
+                if entry.is_ok() {
+                    self.theme = Some(theme);
+                }
+                Some(entry)
+            }
             "zoom" => {
                 let mut zoom = 1.0;
                 let entry = parse_in(&mut zoom, value, ZOOMS);
@@ -71,9 +91,9 @@ impl Appearance {
     /// The appearance a link asks for (its other entries are ignored here).
     pub fn from_query(query: &str) -> Self {
         let mut appearance = Self::default();
-        apply_query(query, |key, value| {
-            appearance.apply(key, value).unwrap_or(Ok(()))
-        });
+        for (_, key, value) in entries(query) {
+            appearance.apply(key, value);
+        }
         appearance
     }
 
@@ -88,10 +108,8 @@ impl Appearance {
     /// The entries for a link (empty for the defaults: the system's theme, 100%).
     pub fn to_query(&self) -> String {
         let mut entries = Vec::new();
-        match self.theme {
-            Some(egui::ThemePreference::Dark) => entries.push("theme=dark".to_string()),
-            Some(egui::ThemePreference::Light) => entries.push("theme=light".to_string()),
-            _ => {}
+        if let Some(theme) = self.theme.filter(|t| *t != egui::ThemePreference::System) {
+            entries.push(format!("theme={}", theme_name(theme)));
         }
         if let Some(zoom) = self.zoom.filter(|z| (z - 1.0).abs() > 1e-3) {
             entries.push(format!("zoom={zoom}"));

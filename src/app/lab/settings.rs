@@ -1,6 +1,6 @@
 //! What the user chooses in the phi^4 lab, and its home in the URL.
 
-use crate::app::query::{Appearance, Entry, apply_query, parse_in, pick, set_if, unknown};
+use crate::app::query::{Entry, apply_query, parse_in, pick, set_if, unknown};
 use crate::bijection::Family;
 use crate::flow::FlowKind;
 use crate::phi4::design::Design;
@@ -108,9 +108,7 @@ impl LabSettings {
                 "lr" => parse_in(&mut s.learning_rate, value, LEARNING_RATES),
                 "batch" => parse_in(&mut s.batch, value, BATCHES),
                 "seed" => parse_in(&mut s.seed, value, 0..=u64::MAX),
-                _ => Appearance::default()
-                    .apply(key, value)
-                    .unwrap_or_else(unknown),
+                _ => unknown(),
             }
         });
         (s, ignored)

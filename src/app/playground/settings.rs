@@ -2,7 +2,7 @@
 //! URL: a shared link opens the same experiment. Parsing keeps what is valid
 //! and names what it ignored, so a malformed link still opens a working page.
 
-use crate::app::query::{Appearance, Entry, apply_query, parse_in, pick, set_if, unknown};
+use crate::app::query::{Entry, apply_query, parse_in, pick, set_if, unknown};
 use crate::bijection::{Family, SplineShape};
 use crate::flow::{FlowConfig, FlowKind};
 use crate::target::{Target, TargetKind};
@@ -293,9 +293,7 @@ impl Settings {
                     "reverse or forward",
                 ),
                 "lr" => parse_in(&mut s.learning_rate, value, LEARNING_RATES),
-                _ => Appearance::default()
-                    .apply(key, value)
-                    .unwrap_or_else(unknown),
+                _ => unknown(),
             }
         });
         (s, ignored)
