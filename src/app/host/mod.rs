@@ -74,10 +74,9 @@ pub struct TrainerHost<J: GpuJob> {
     checkpoint: Option<(usize, FlowModel<f64>)>,
     /// the loss so far, watched for divergence
     watch: LossWatch,
-    /// the latest verdict on the loss (a checkpoint is kept only when healthy)
+    /// the latest verdict on the loss (a checkpoint is kept only when
+    /// healthy; a divergence stops the run)
     verdict: Verdict,
-    /// the divergence that stopped the run last, until it goes on
-    divergence: Option<Divergence>,
 }
 
 impl<J: GpuJob> TrainerHost<J> {
@@ -158,7 +157,6 @@ impl<J: GpuJob> TrainerHost<J> {
             checkpoint: Some(start),
             watch: LossWatch::new(),
             verdict: Verdict::Healthy,
-            divergence: None,
         }
     }
 
@@ -256,8 +254,7 @@ impl<J: GpuJob> TrainerHost<J> {
         self.set_model(&model)?;
         // the run's count goes back to the checkpoint's step
         self.step_base -= (self.steps_done() - step.min(self.steps_done())) as i64;
-        self.watch = LossWatch::new();
-        self.divergence = None;
+        self.watch_afresh();
         Ok(step)
     }
 
@@ -266,12 +263,11 @@ impl<J: GpuJob> TrainerHost<J> {
     /// checkpoint comes back; after an overflow the trainer has already undone
     /// the step. Returns the step the run goes on from and the new rate.
     pub fn go_on_at_half_rate(&mut self) -> Result<(usize, f64), String> {
-        let step = match &self.divergence {
+        let step = match self.divergence() {
             Some(d) if d.drifted() => self.restore_checkpoint()?,
             _ => self.steps_done(),
         };
-        self.divergence = None;
-        self.watch = LossWatch::new();
+        self.watch_afresh();
         let lr = 0.5 * self.learning_rate;
         self.set_learning_rate(lr);
         Ok((step, lr))
@@ -279,19 +275,22 @@ impl<J: GpuJob> TrainerHost<J> {
 
     /// The divergence that stopped the run, until it goes on.
     pub fn divergence(&self) -> Option<&Divergence> {
-        self.divergence.as_ref()
+        match &self.verdict {
+            Verdict::Diverged(d) => Some(d),
+            _ => None,
+        }
     }
 
     /// Records what the watch makes of step `step`'s loss; the divergence, if any.
     fn watch_loss(&mut self, loss: f64, step: usize) -> Option<Divergence> {
         self.verdict = self.watch.observe(loss, step);
-        match &self.verdict {
-            Verdict::Diverged(d) => {
-                self.divergence = Some(d.clone());
-                Some(d.clone())
-            }
-            _ => None,
-        }
+        self.divergence().cloned()
+    }
+
+    /// Watches the loss from scratch (the run went back to a good state).
+    fn watch_afresh(&mut self) {
+        self.watch = LossWatch::new();
+        self.verdict = Verdict::Healthy;
     }
 
     /// One frame of training: up to `steps` steps within `budget`. On the CPU
@@ -463,9 +462,9 @@ impl<J: GpuJob> TrainerHost<J> {
         offer: GpuOffer,
     ) -> Result<TrainerHost<J>, String> {
         let mut host = Self::at_step(spec, offer, step)?;
-        if self.divergence.is_some() {
+        if self.divergence().is_some() {
             host.checkpoint = self.checkpoint.clone();
-            host.divergence = self.divergence.clone();
+            host.verdict = self.verdict.clone();
         }
         host.gpu_steps = self.gpu_steps.map(|_| 1);
         Ok(host)
