@@ -278,6 +278,28 @@ fn the_lab_starts_again_at_once_at_a_preset_and_its_address_follows() {
 }
 
 #[test]
+fn the_lab_architecture_builds_the_chosen_conditioner_and_site_map() {
+    let mut h = harness(small("moons"));
+    h.run_steps(2);
+    h.get_by_label("phi^4 lattice").click();
+    h.run_steps(3);
+    h.get_by_label("architecture").click();
+    h.run_steps(3);
+    h.get_by_label("affine map first").click();
+    h.run_steps(3);
+    h.get_by_label("plain conditioner (1 -> c -> c -> out)").click();
+    h.run_steps(3);
+    let lab = h.state().lab().expect("the lab");
+    assert!(lab.settings.affine_first && lab.settings.plain);
+    // the run on screen is the new design, started at once
+    let run = &lab.runs[0];
+    assert!(run.label.contains("affine+"), "{}", run.label);
+    assert!(lab.title().contains("step 0"), "{}", lab.title());
+    let q = query(&h);
+    assert!(q.contains("plain=1") && q.contains("affine_first=1"), "{q}");
+}
+
+#[test]
 fn a_click_is_answered_in_its_own_frame_before_any_training() {
     let mut h = harness(small("rings"));
     h.run_steps(2);

@@ -6,8 +6,8 @@
 
 use flowplay::bijection::{Family, Scalar, SplineShape, Stack};
 use flowplay::flow::{
-    CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, LatticeFlow, LatticeSpec, RadialConditioner,
-    RadialFlow, RadialSpec,
+    Activation, ConvDesign, CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, LatticeFlow,
+    LatticeSpec, RadialConditioner, RadialFlow, RadialSpec,
 };
 use flowplay::rng::Rng;
 use proptest::prelude::*;
@@ -103,8 +103,15 @@ fn flow_table(seed: u64) -> Vec<(String, Box<dyn Flow<f64>>)> {
         let mut f = ElementwiseFlow::<f64>::init(2, stack.clone(), &mut rng).expect("valid");
         perturb(f.params_mut(), &mut rng, 0.4);
         out.push((format!("elementwise-{name}"), Box::new(f)));
-        for z2 in [false, true] {
-            if z2 && stack.odd_raw().is_none() {
+        for (design, z2, conv) in lattice_designs() {
+            // the variations on small stacks (finite differences of every
+            // parameter), the 5 x 5 kernel on the smallest
+            let most_raw = match conv.kernel {
+                3 if conv == ConvDesign::default() => usize::MAX,
+                3 => 5,
+                _ => 3,
+            };
+            if z2 && stack.odd_raw().is_none() || stack.n_raw() > most_raw {
                 continue;
             }
             let spec = LatticeSpec {
@@ -114,15 +121,40 @@ fn flow_table(seed: u64) -> Vec<(String, Box<dyn Flow<f64>>)> {
                 depth: 1,
                 stack: stack.clone(),
                 z2,
+                conv,
             };
             let mut f = LatticeFlow::<f64>::init(spec, &mut rng).expect("valid");
             let spread = 0.1 * (3.0 / stack.n_raw() as f64).sqrt().min(1.0);
             perturb(f.params_mut(), &mut rng, spread);
-            let design = if z2 { "lattice-z2" } else { "lattice" };
             out.push((format!("{design}-{name}"), Box::new(f)));
         }
     }
     out
+}
+
+/// The lattice conditioners: the residual default, plain or Z2, and the
+/// literature's variations (a channel list, other kernels, activations and a
+/// bounded head).
+fn lattice_designs() -> Vec<(&'static str, bool, ConvDesign)> {
+    let plain = ConvDesign {
+        kernel: 3,
+        activation: Activation::LeakyRelu,
+        channels: Some(vec![3, 2]),
+        head_bound: 2.0,
+    };
+    let tanh_5x5 = ConvDesign {
+        kernel: 5,
+        activation: Activation::Tanh,
+        channels: Some(vec![2]),
+        head_bound: 0.0,
+    };
+    vec![
+        ("lattice", false, ConvDesign::default()),
+        ("lattice-z2", true, ConvDesign::default()),
+        ("lattice-plain-leaky-bounded", false, plain.clone()),
+        ("lattice-z2-plain-leaky-bounded", true, plain),
+        ("lattice-5x5-tanh", false, tanh_5x5),
+    ]
 }
 
 fn perturb(p: &mut [f64], rng: &mut Rng, spread: f64) {

@@ -89,6 +89,7 @@ fn gpu_lattice_flows_match_the_cpu_for_every_family() {
     ];
     for (k, stack) in stacks.into_iter().enumerate() {
         let spec = LatticeSpec {
+            conv: flowplay::flow::ConvDesign::default(),
             size: 4,
             layers: 3,
             width: 5,
@@ -111,6 +112,7 @@ fn gpu_z2_lattice_flows_match_the_cpu() {
         (4, Family::Affine, 0, phi4(4, -4.0, 8.0)),
     ] {
         let spec = LatticeSpec {
+            conv: flowplay::flow::ConvDesign::default(),
             size,
             layers: 2,
             width: 6,
@@ -130,6 +132,7 @@ fn gpu_lattice_training_lowers_the_loss_and_keeps_z2() {
     let mut rng = Rng::seeded(33);
     let target = phi4(4, -4.0, 2.0);
     let spec = LatticeSpec {
+        conv: flowplay::flow::ConvDesign::default(),
         size: 4,
         layers: 4,
         width: 8,
@@ -168,6 +171,7 @@ fn gpu_lattice_divergence_and_refusals() {
     let mut rng = Rng::seeded(34);
     let target = phi4(4, -4.0, 8.0);
     let spec = LatticeSpec {
+        conv: flowplay::flow::ConvDesign::default(),
         size: 4,
         layers: 2,
         width: 4,
@@ -210,5 +214,27 @@ fn gpu_lattice_divergence_and_refusals() {
             Err(e) => assert!(e.to_string().contains(why), "{e}"),
             Ok(_) => panic!("expected a refusal naming '{why}'"),
         }
+    }
+    // a conditioner design the kernels do not run: the CPU trains it
+    let plain = LatticeSpec {
+        conv: flowplay::flow::ConvDesign {
+            channels: Some(vec![4, 4]),
+            ..flowplay::flow::ConvDesign::default()
+        },
+        ..spec
+    };
+    let plain = LatticeFlow::<f64>::init(plain, &mut rng).unwrap();
+    match GpuTrainer::new(
+        context(),
+        FlowModel::Lattice(plain),
+        phi4(4, -4.0, 8.0),
+        settings(16),
+    ) {
+        Err(e) => assert!(
+            e.to_string()
+                .contains("other conditioners train on the CPU"),
+            "{e}"
+        ),
+        Ok(_) => panic!("expected the plain conditioner refused"),
     }
 }

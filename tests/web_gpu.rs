@@ -141,6 +141,7 @@ async fn webgpu_lattice_flow_matches_the_cpu() {
     use flowplay::target::phi4::{Couplings, Phi4};
     let mut rng = Rng::seeded(4);
     let spec = LatticeSpec {
+        conv: flowplay::flow::ConvDesign::default(),
         size: 4,
         layers: 2,
         width: 6,

@@ -100,20 +100,32 @@ pub fn write_json(path: &str, v: &serde_json::Value) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("cannot write '{path}': {e}"))
 }
 
-/// Progress lines on stderr every twentieth of a run of `total` steps, with
-/// the rate and an estimate of the time left.
-pub fn progress_printer(label: String, total: usize, quiet: bool) -> impl FnMut(usize, f64) {
+/// Progress lines on stderr every twentieth of a run of `total` steps or of
+/// its time limit (and at least every 10 s), with the rate and an estimate of the time left: the
+/// steps left at the rate so far, or the time limit's rest if that is sooner.
+pub fn progress_printer(
+    label: String,
+    total: usize,
+    time_limit: Option<f64>,
+    quiet: bool,
+) -> impl FnMut(usize, f64) {
     let every = (total / 20).max(1);
     let start = Instant::now();
+    let mut last_print = 0.0;
+    let seconds_between = time_limit.map_or(10.0, |limit| (limit / 20.0).min(10.0));
     move |step, loss| {
-        if !quiet && (step.is_multiple_of(every) || step == total) {
-            let t = start.elapsed().as_secs_f64();
-            let rate = step as f64 / t.max(1e-9);
-            let eta = (total - step) as f64 / rate.max(1e-9);
-            eprintln!(
-                "{label}step {step:>7}/{total}  loss {loss:>9.4}  {rate:>8.1} steps/s  eta {eta:>6.1} s"
-            );
+        let t = start.elapsed().as_secs_f64();
+        let due = step.is_multiple_of(every) || step == total || t - last_print >= seconds_between;
+        if quiet || !due {
+            return;
         }
+        last_print = t;
+        let rate = step as f64 / t.max(1e-9);
+        let by_steps = (total - step) as f64 / rate.max(1e-9);
+        let eta = time_limit.map_or(by_steps, |limit| by_steps.min((limit - t).max(0.0)));
+        eprintln!(
+            "{label}step {step:>7}/{total}  loss {loss:>9.4}  {rate:>8.1} steps/s  eta {eta:>6.1} s"
+        );
     }
 }
 

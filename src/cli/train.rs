@@ -158,7 +158,7 @@ pub fn config_from_args(args: &TrainArgs) -> Result<RunConfig, String> {
 pub fn run(args: TrainArgs) -> Result<(), String> {
     let config = config_from_args(&args)?;
     limits::check(&config)?;
-    let mut progress = progress_printer(String::new(), config.steps, args.quiet);
+    let mut progress = progress_printer(String::new(), config.steps, None, args.quiet);
     let outcome = train_with(&config, trainer(&config, args.backend)?, &mut progress);
     let r = report(&config, &outcome);
     let metric = match (r.get("test_nll"), r.get("reverse_kl")) {

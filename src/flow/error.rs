@@ -1,6 +1,8 @@
 //! What can be wrong with a flow's description.
 
+use super::lattice::MAX_HEAD_BOUND;
 use super::limits::{MAX_DEPTH, MAX_DIM, MAX_LAYERS, MAX_PARAMS, MAX_WIDTH};
+use super::nn::conv::MAX_KERNEL;
 use crate::bijection::BijectionError;
 
 /// A flow kind, structure or parameter vector that does not describe a flow
@@ -42,7 +44,7 @@ pub enum FlowError {
     #[error("a lattice flow needs an even side from 2 to {max}, got {got}")]
     LatticeSide { max: usize, got: usize },
     #[error(
-        "a lattice flow needs 1 to {MAX_LAYERS} layers, 1 to {max_channels} channels and depth 0 to {MAX_DEPTH}"
+        "a lattice flow needs 1 to {MAX_LAYERS} layers, 1 to {max_channels} channels (a channel list of 1 to {} layers), depth 0 to {MAX_DEPTH}, an odd kernel side of 1 to {MAX_KERNEL} and a head bound of 0 to {MAX_HEAD_BOUND}", MAX_DEPTH + 1
     )]
     LatticeShape { max_channels: usize },
     #[error("a lattice flow needs a square lattice field, got dimension {0}")]

@@ -20,7 +20,8 @@
 use super::FlowError;
 use super::coupling::{ActiveTrace, transform_active, transform_active_backward};
 use super::layers::{CouplingLayers, Direction, flow_through_layers};
-use super::nn::conv::{ConvCache, ConvShape};
+use super::nn::Activation;
+use super::nn::conv::{ConvCache, ConvShape, MAX_KERNEL};
 use crate::bijection::{Family, Stack};
 use crate::real::Real;
 use crate::rng::Rng;
@@ -30,6 +31,38 @@ use ndarray::Array2;
 pub const MAX_SIZE: usize = 64;
 /// Largest number of channels of the convolutional conditioner.
 pub const MAX_CHANNELS: usize = 256;
+
+/// The conditioner's design beyond its width and depth: what the phi^4
+/// literature varies (kernel side, activation, plain channel lists, a bounded
+/// output head).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvDesign {
+    /// Kernel side (odd, 1 to 7).
+    pub kernel: usize,
+    pub activation: Activation,
+    /// Plain (not residual) hidden layers of these channels, e.g. `[8, 8]`
+    /// for the tutorials' 1 -> 8 -> 8 -> out; `None`: the residual
+    /// conditioner of `width` channels and `depth` blocks.
+    pub channels: Option<Vec<usize>>,
+    /// `B` of the bounded head `B tanh(out / B)`; 0 for the identity head.
+    pub head_bound: f64,
+}
+
+impl Default for ConvDesign {
+    /// The residual 3 x 3 GELU conditioner with an identity head (what the GPU
+    /// trainer runs).
+    fn default() -> Self {
+        Self {
+            kernel: 3,
+            activation: Activation::Gelu,
+            channels: None,
+            head_bound: 0.0,
+        }
+    }
+}
+
+/// Largest bound of the bounded head.
+pub const MAX_HEAD_BOUND: f64 = 100.0;
 
 /// The structure of a lattice coupling flow.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +78,8 @@ pub struct LatticeSpec {
     pub stack: Stack,
     /// Whether the flow is Z2-equivariant (even/odd conditioner, odd site maps).
     pub z2: bool,
+    /// Kernel, activation, channel list and head of the conditioner.
+    pub conv: ConvDesign,
 }
 
 impl LatticeSpec {
@@ -60,12 +95,19 @@ impl LatticeSpec {
     }
 
     pub fn conv(&self) -> ConvShape {
+        let (hidden, residual) = match &self.conv.channels {
+            Some(list) => (list.clone(), false),
+            None => (vec![self.width; self.depth + 1], true),
+        };
         ConvShape {
             size: self.size,
             c_in: 1,
-            width: self.width,
-            depth: self.depth,
+            hidden,
             c_out: self.stack.n_raw(),
+            residual,
+            kernel: self.conv.kernel,
+            activation: self.conv.activation,
+            head_bound: self.conv.head_bound,
         }
     }
 
@@ -81,9 +123,15 @@ impl LatticeSpec {
                 got: self.size,
             });
         }
+        let channels = self.conv.channels.as_deref().unwrap_or(&[]);
         if !(1..=MAX_LAYERS).contains(&self.layers)
             || !(1..=MAX_CHANNELS).contains(&self.width)
             || self.depth > MAX_DEPTH
+            || self.conv.channels.is_some() && !(1..=MAX_DEPTH + 1).contains(&channels.len())
+            || channels.iter().any(|c| !(1..=MAX_CHANNELS).contains(c))
+            || self.conv.kernel.is_multiple_of(2)
+            || !(1..=MAX_KERNEL).contains(&self.conv.kernel)
+            || !(0.0..=MAX_HEAD_BOUND).contains(&self.conv.head_bound)
         {
             return Err(FlowError::LatticeShape {
                 max_channels: MAX_CHANNELS,

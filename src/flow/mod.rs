@@ -20,8 +20,9 @@ use crate::real::Real;
 pub use coupling::{CouplingFlow, CouplingSpec};
 pub use elementwise::ElementwiseFlow;
 pub use error::FlowError;
-pub use lattice::{LatticeFlow, LatticeSpec};
+pub use lattice::{ConvDesign, LatticeFlow, LatticeSpec};
 pub use model::{FlowConfig, FlowKind, FlowModel};
+pub use nn::Activation;
 pub use radial::{RadialConditioner, RadialFlow, RadialSpec};
 
 /// Largest sizes a flow may have: model files and flags are checked against these

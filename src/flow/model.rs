@@ -3,8 +3,8 @@
 
 use super::FlowError;
 use super::{
-    CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, LatticeFlow, LatticeSpec, RadialConditioner,
-    RadialFlow, RadialSpec,
+    ConvDesign, CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, LatticeFlow, LatticeSpec,
+    RadialConditioner, RadialFlow, RadialSpec,
 };
 use crate::bijection::{Family, Stack};
 use crate::real::Real;
@@ -73,6 +73,11 @@ pub struct FlowConfig {
     pub log_scale: Option<Vec<f64>>,
     /// Lattice flows: the Z2-equivariant design (see [`LatticeSpec::z2`]).
     pub z2: bool,
+    /// Lattice flows: the conditioner's kernel, activation, channels and head.
+    pub conv: ConvDesign,
+    /// A map applied before the stack in the sampling direction (a composite
+    /// site map such as affine then cubic rational).
+    pub first: Option<Family>,
 }
 
 impl FlowConfig {
@@ -105,7 +110,15 @@ impl FlowConfig {
             center: None,
             log_scale: None,
             z2: false,
+            conv: ConvDesign::default(),
+            first: None,
         }
+    }
+
+    /// The scalar stack of each site: `first` (if any), then `stack` copies of the family.
+    pub fn site_stack(&self) -> Stack {
+        let copies = std::iter::repeat_n(self.family, self.stack);
+        Stack::mixed(self.first.into_iter().chain(copies).collect())
     }
 
     /// Builds and initializes the flow for data of dimension `dim`.
@@ -115,7 +128,7 @@ impl FlowConfig {
                 max: crate::bijection::stack::MAX_STACK,
             });
         }
-        let stack = Stack::uniform(self.family, self.stack);
+        let stack = self.site_stack();
         Ok(match self.kind {
             FlowKind::Radial | FlowKind::RadialFourier => {
                 let conditioner = if self.kind == FlowKind::Radial {
@@ -162,6 +175,7 @@ impl FlowConfig {
                     depth: self.depth,
                     stack,
                     z2: self.z2,
+                    conv: self.conv.clone(),
                 };
                 FlowModel::Lattice(LatticeFlow::init(spec, rng)?)
             }

@@ -41,6 +41,16 @@ impl Design {
         }
     }
 
+    /// A site map: one family by name, or two joined by '+' (the first applied
+    /// first in the sampling direction), e.g. `affine+cubic_rational`.
+    pub fn parse_site_maps(name: &str) -> Result<(Option<Family>, Family), String> {
+        let parse = |n: &str| Family::parse(n).map_err(|e| e.to_string());
+        match name.split_once('+') {
+            None => Ok((None, parse(name)?)),
+            Some((first, then)) => Ok((Some(parse(first)?), parse(then)?)),
+        }
+    }
+
     /// A flow of `kind` (lattice coupling, radial or element-wise) with the
     /// phi^4 defaults: 8 coupling layers, 8 channels, 1 residual block, one
     /// copy of the family per site; 16 copies for the radial flow.
@@ -73,14 +83,19 @@ impl Design {
         flow
     }
 
-    /// e.g. "coupling sinh", "coupling sinh Z2", "radial cubic Z2".
+    /// e.g. "coupling sinh", "coupling sinh Z2", "radial cubic Z2",
+    /// "coupling affine+cubic_rational".
     pub fn label(&self) -> String {
         let kind = match self.flow.kind {
             FlowKind::Lattice => "coupling",
             other => other.name(),
         };
         let z2 = if self.flow.z2 { " Z2" } else { "" };
-        format!("{kind} {}{z2}", self.flow.family.name())
+        let first = self
+            .flow
+            .first
+            .map_or(String::new(), |f| format!("{}+", f.name()));
+        format!("{kind} {first}{}{z2}", self.flow.family.name())
     }
 }
 

@@ -95,7 +95,8 @@ pub fn check(config: &RunConfig) -> Result<(), LimitError> {
 /// Values the backward pass keeps for one sample of `dim` variables through
 /// `flow`: an upper bound, by the shape of each architecture.
 pub fn values_per_sample(flow: &FlowConfig, dim: usize) -> usize {
-    let stack = flow.stack.max(1);
+    let stack = flow.site_stack().layers().len().max(1);
+    let (conv_width, conv_hidden) = conv_extent(flow);
     match flow.kind {
         FlowKind::Radial | FlowKind::RadialFourier => {
             4 * dim + 16 * stack * (2 * flow.fourier_order + 1)
@@ -103,21 +104,35 @@ pub fn values_per_sample(flow: &FlowConfig, dim: usize) -> usize {
         FlowKind::Elementwise => 6 * dim * stack,
         // a fully connected conditioner of `depth` blocks at `width`
         FlowKind::Coupling => flow.layers * (6 * dim * stack + 4 * (flow.depth + 1) * flow.width),
-        // a convolutional conditioner: `width` channels at every site
-        FlowKind::Lattice => flow.layers * dim * (6 * stack + 4 * (flow.depth + 1) * flow.width),
+        // a convolutional conditioner: up to `conv_width` channels at every site
+        FlowKind::Lattice => flow.layers * dim * (6 * stack + 4 * conv_hidden * conv_width),
+    }
+}
+
+/// The widest hidden layer of a lattice flow's conditioner and the number of
+/// hidden layers.
+fn conv_extent(flow: &FlowConfig) -> (usize, usize) {
+    match &flow.conv.channels {
+        Some(list) => (list.iter().copied().max().unwrap_or(1), list.len()),
+        None => (flow.width, flow.depth + 1),
     }
 }
 
 /// Parameters of `flow` on `dim` variables, an upper bound.
 fn params_bound(flow: &FlowConfig, dim: usize) -> usize {
     let (w, d) = (flow.width, flow.depth + 2);
+    let stack = flow.site_stack().layers().len();
+    let (conv_width, conv_hidden) = conv_extent(flow);
+    let taps = flow.conv.kernel * flow.conv.kernel;
     match flow.kind {
         FlowKind::Radial | FlowKind::RadialFourier => {
             2 * dim + 8 * flow.stack * (2 * flow.fourier_order + 1)
         }
         FlowKind::Elementwise => 8 * flow.stack * dim,
         FlowKind::Coupling => flow.layers * d * w * (w + dim + 8 * flow.stack),
-        FlowKind::Lattice => flow.layers * d * 9 * w * (w + 8 * flow.stack),
+        FlowKind::Lattice => {
+            flow.layers * (conv_hidden + 1) * taps * conv_width * (conv_width + 8 * stack)
+        }
     }
 }
 

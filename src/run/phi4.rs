@@ -10,7 +10,7 @@ use crate::rng::Rng;
 use crate::target::Target;
 use crate::target::phi4::Phi4;
 use crate::train::TrainSettings;
-use crate::train::config::{Precision, RunConfig, RunOutcome, train_with};
+use crate::train::config::{Precision, RunConfig, RunOutcome, RunPlan, train_planned};
 
 /// What a flow run on the lattice produced.
 pub struct Phi4FlowRun {
@@ -49,8 +49,9 @@ pub fn check_flow_run(
     Ok(limits::check(&config)?)
 }
 
-/// Trains `design` on `model` on `backend` and measures it with `samples`
-/// flow samples (on the CPU, in float64).
+/// Trains `design` on `model` on `backend` as `plan` says (schedule, time
+/// limit, checkpoints) and measures it with `samples` flow samples (on the
+/// CPU, in float64).
 #[allow(clippy::too_many_arguments)] // one run's full description, as the CLI gives it
 pub fn flow_run(
     model: &Phi4,
@@ -60,11 +61,12 @@ pub fn flow_run(
     precision: Precision,
     backend: Backend,
     samples: usize,
+    plan: RunPlan,
     progress: &mut dyn FnMut(usize, f64),
 ) -> Result<Phi4FlowRun, RunError> {
     let config = run_config(model, design, steps, settings, precision, samples);
     limits::check(&config)?;
-    let outcome = train_with(&config, trainer(&config, backend)?, progress);
+    let outcome = train_planned(&config, trainer(&config, backend)?, plan, progress);
     let mut rng = Rng::seeded(config.settings.seed.wrapping_add(0x0e57_1a7e));
     let estimates = estimate_with_flow(outcome.model.as_flow(), model, samples, &mut rng)?;
     Ok(Phi4FlowRun { outcome, estimates })

@@ -7,7 +7,7 @@ use crate::flow::FlowError;
 use crate::flow::{FlowConfig, FlowModel};
 use crate::rng::Rng;
 use crate::target::Target;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Float precision of the CPU trainer.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -80,10 +80,82 @@ pub fn cpu_trainer(config: &RunConfig) -> Result<Box<dyn Trainer>, SetupError> {
     })
 }
 
+/// How the learning rate moves over a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Schedule {
+    /// The learning rate throughout.
+    #[default]
+    Constant,
+    /// Half a cosine from the learning rate down to 1% of it at the run's end
+    /// (its last step, or its time limit, whichever comes first).
+    Cosine,
+}
+
+impl Schedule {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Schedule::Constant => "constant",
+            Schedule::Cosine => "cosine",
+        }
+    }
+
+    pub fn parse(name: &str) -> Result<Schedule, String> {
+        match name {
+            "constant" => Ok(Schedule::Constant),
+            "cosine" => Ok(Schedule::Cosine),
+            other => Err(format!(
+                "the learning-rate schedule must be constant or cosine, got '{other}'"
+            )),
+        }
+    }
+
+    /// The factor of the base learning rate at `done` (0 to 1) through the run.
+    pub fn factor(&self, done: f64) -> f64 {
+        const FLOOR: f64 = 0.01;
+        match self {
+            Schedule::Constant => 1.0,
+            Schedule::Cosine => {
+                let done = done.clamp(0.0, 1.0);
+                FLOOR + (1.0 - FLOOR) * 0.5 * (1.0 + (std::f64::consts::PI * done).cos())
+            }
+        }
+    }
+}
+
+/// How a long run trains: its schedule, a wall-clock limit and checkpoints.
+pub struct RunPlan<'a> {
+    pub schedule: Schedule,
+    /// Stop when this much time has passed, even with steps left.
+    pub time_limit: Option<Duration>,
+    /// Steps between checkpoints (0: none).
+    pub checkpoint_every: usize,
+    /// Given each checkpoint's step and model (and the final one).
+    pub checkpoint: &'a mut dyn FnMut(usize, &FlowModel<f64>),
+}
+
 /// Trains with the given trainer (any backend).
 pub fn train_with(
     config: &RunConfig,
+    trainer: Box<dyn Trainer>,
+    progress: &mut dyn FnMut(usize, f64),
+) -> RunOutcome {
+    let mut no_checkpoint = |_: usize, _: &FlowModel<f64>| {};
+    let plan = RunPlan {
+        schedule: Schedule::Constant,
+        time_limit: None,
+        checkpoint_every: 0,
+        checkpoint: &mut no_checkpoint,
+    };
+    train_planned(config, trainer, plan, progress)
+}
+
+/// Trains as `plan` says: up to `config.steps` steps (fewer when its time
+/// limit comes first), the learning rate following its schedule, and
+/// checkpoints every `checkpoint_every` steps and at the end.
+pub fn train_planned(
+    config: &RunConfig,
     mut trainer: Box<dyn Trainer>,
+    plan: RunPlan,
     progress: &mut dyn FnMut(usize, f64),
 ) -> RunOutcome {
     let loss_every = (config.steps / 500).max(1);
@@ -91,7 +163,19 @@ pub fn train_with(
     let mut final_loss = f64::NAN;
     let mut stopped = None;
     let start = Instant::now();
+    let base_lr = config.settings.learning_rate;
     for step in 1..=config.steps {
+        let elapsed = start.elapsed();
+        if plan.time_limit.is_some_and(|limit| elapsed >= limit) {
+            break;
+        }
+        if plan.schedule != Schedule::Constant {
+            let by_steps = (step - 1) as f64 / config.steps as f64;
+            let by_time = plan
+                .time_limit
+                .map_or(0.0, |limit| elapsed.as_secs_f64() / limit.as_secs_f64());
+            trainer.set_learning_rate(base_lr * plan.schedule.factor(by_steps.max(by_time)));
+        }
         match trainer.step() {
             Ok(loss) => {
                 final_loss = loss;
@@ -99,6 +183,9 @@ pub fn train_with(
                     losses.push(loss);
                 }
                 progress(step, loss);
+                if plan.checkpoint_every > 0 && step % plan.checkpoint_every == 0 {
+                    (plan.checkpoint)(step, &trainer.model());
+                }
             }
             Err(e) => {
                 stopped = Some(e);
@@ -106,8 +193,12 @@ pub fn train_with(
             }
         }
     }
+    let model = trainer.model();
+    if plan.checkpoint_every > 0 && stopped.is_none() {
+        (plan.checkpoint)(trainer.steps_done(), &model);
+    }
     RunOutcome {
-        model: trainer.model(),
+        model,
         steps: trainer.steps_done(),
         seconds: start.elapsed().as_secs_f64(),
         final_loss,

@@ -3,11 +3,13 @@
 
 use super::Phi4Lab;
 use super::settings::{
-    BATCHES, FAMILIES, FLOWS, LAMBDAS, LEARNING_RATES, MASSES, SIZES, flow_name,
+    BATCHES, CHANNELS, FAMILIES, FLOWS, KERNELS, LAMBDAS, LAYERS, LEARNING_RATES, MASSES, SIZES,
+    flow_name,
 };
 use crate::app::query::Appearance;
 use crate::app::web::page_link;
 use crate::app::widgets::notes::dismissable_warning_ui;
+use crate::flow::{Activation, FlowKind};
 use eframe::egui;
 
 impl Phi4Lab {
@@ -111,6 +113,9 @@ impl Phi4Lab {
             .changed();
         ui.add(egui::Slider::new(&mut s.batch, BATCHES).text("batch"))
             .on_hover_text("Flow samples a training step; the runs start again at once.");
+        if s.flow == FlowKind::Lattice {
+            architecture_ui(ui, s);
+        }
         if lr_changed {
             let lr = s.learning_rate;
             for run in &mut self.runs {
@@ -192,4 +197,42 @@ impl Phi4Lab {
             ui.label(format!("Training on: {device}"));
         }
     }
+}
+
+/// The coupling flow's architecture: layers, the conditioner's channels,
+/// kernel, activation and joins, and a composite site map.
+fn architecture_ui(ui: &mut egui::Ui, s: &mut super::settings::LabSettings) {
+    egui::CollapsingHeader::new("architecture")
+        .id_salt("lab architecture")
+        .show(ui, |ui| {
+            ui.add(egui::Slider::new(&mut s.layers, LAYERS).text("layers"))
+                .on_hover_text("Checkerboard coupling layers; two update every site once.");
+            ui.add(egui::Slider::new(&mut s.channels, CHANNELS).text("channels"))
+                .on_hover_text("Channels of each hidden layer of the convolutional conditioner.");
+            egui::ComboBox::from_label("kernel")
+                .selected_text(format!("{0} x {0}", s.kernel))
+                .show_ui(ui, |ui| {
+                    for k in KERNELS {
+                        ui.selectable_value(&mut s.kernel, k, format!("{k} x {k}"));
+                    }
+                });
+            egui::ComboBox::from_label("activation")
+                .selected_text(s.activation.name())
+                .show_ui(ui, |ui| {
+                    for a in Activation::ALL {
+                        ui.selectable_value(&mut s.activation, a, a.name());
+                    }
+                });
+            ui.checkbox(&mut s.plain, "plain conditioner (1 -> c -> c -> out)")
+                .on_hover_text(
+                    "Two hidden convolutions one after the other, as the phi^4 tutorials build \
+                     it, instead of a residual block. The GPU trains the residual GELU \
+                     conditioner with a 3 x 3 kernel; other designs train on the CPU.",
+                );
+            ui.checkbox(&mut s.affine_first, "affine map first")
+                .on_hover_text(
+                    "Each site's map is an affine map followed by the family: the affine part \
+                     moves and scales, the analytic map shapes.",
+                );
+        });
 }

@@ -2,7 +2,7 @@
 
 use crate::app::query::{Entry, apply_query, parse_in, pick, set_if, unknown};
 use crate::bijection::Family;
-use crate::flow::FlowKind;
+use crate::flow::{Activation, ConvDesign, FlowKind};
 use crate::phi4::design::Design;
 use crate::target::phi4::{Couplings, Phi4};
 
@@ -14,6 +14,10 @@ pub const MASSES: std::ops::RangeInclusive<f64> = -8.0..=2.0;
 pub const LAMBDAS: std::ops::RangeInclusive<f64> = 0.0..=16.0;
 pub const LEARNING_RATES: std::ops::RangeInclusive<f64> = 1e-4..=3e-2;
 pub const BATCHES: std::ops::RangeInclusive<usize> = 16..=256;
+pub const LAYERS: std::ops::RangeInclusive<usize> = 2..=16;
+pub const CHANNELS: std::ops::RangeInclusive<usize> = 2..=32;
+/// Kernel sides the lab offers.
+pub const KERNELS: [usize; 3] = [1, 3, 5];
 
 pub const FLOWS: [FlowKind; 2] = [FlowKind::Lattice, FlowKind::Radial];
 
@@ -47,6 +51,18 @@ pub struct LabSettings {
     pub learning_rate: f64,
     pub batch: usize,
     pub seed: u64,
+    /// Coupling layers.
+    pub layers: usize,
+    /// Channels of each hidden layer of the conditioner.
+    pub channels: usize,
+    /// Kernel side of the conditioner's convolutions.
+    pub kernel: usize,
+    pub activation: Activation,
+    /// Two plain hidden layers (the tutorials' 1 -> c -> c -> out) instead
+    /// of the residual conditioner.
+    pub plain: bool,
+    /// An affine map before the family on each site (a composite site map).
+    pub affine_first: bool,
 }
 
 impl Default for LabSettings {
@@ -64,6 +80,12 @@ impl Default for LabSettings {
             learning_rate: 3e-3,
             batch: 64,
             seed: 0,
+            layers: 4,
+            channels: 8,
+            kernel: 3,
+            activation: Activation::Gelu,
+            plain: false,
+            affine_first: false,
         }
     }
 }
@@ -72,7 +94,8 @@ impl LabSettings {
     /// The settings as a URL query (without the `?`).
     pub fn to_query(&self) -> String {
         format!(
-            "lab=phi4&L={}&m2={}&lambda={}&flow={}&family={}&z2={}&lr={}&batch={}&seed={}",
+            "lab=phi4&L={}&m2={}&lambda={}&flow={}&family={}&z2={}&lr={}&batch={}&seed={}\
+             &layers={}&channels={}&kernel={}&act={}&plain={}&affine_first={}",
             self.size,
             self.m2,
             self.lambda,
@@ -81,7 +104,13 @@ impl LabSettings {
             u8::from(self.z2),
             self.learning_rate,
             self.batch,
-            self.seed
+            self.seed,
+            self.layers,
+            self.channels,
+            self.kernel,
+            self.activation.name(),
+            u8::from(self.plain),
+            u8::from(self.affine_first),
         )
     }
 
@@ -99,15 +128,22 @@ impl LabSettings {
                 "lambda" => parse_in(&mut s.lambda, value, LAMBDAS),
                 "flow" => pick(&mut s.flow, value, &FLOWS, |&k| flow_name(k)),
                 "family" => pick(&mut s.family, value, &FAMILIES, |f| f.name()),
-                "z2" => set_if(
-                    &mut s.z2,
-                    value == "1",
-                    value == "0" || value == "1",
-                    "0 or 1",
-                ),
+                "z2" => flag(&mut s.z2, value),
                 "lr" => parse_in(&mut s.learning_rate, value, LEARNING_RATES),
                 "batch" => parse_in(&mut s.batch, value, BATCHES),
                 "seed" => parse_in(&mut s.seed, value, 0..=u64::MAX),
+                "layers" => parse_in(&mut s.layers, value, LAYERS),
+                "channels" => parse_in(&mut s.channels, value, CHANNELS),
+                "kernel" => match value.parse::<usize>() {
+                    Ok(k) if KERNELS.contains(&k) => {
+                        s.kernel = k;
+                        Ok(())
+                    }
+                    _ => Err("one of 1, 3, 5".into()),
+                },
+                "act" => pick(&mut s.activation, value, &Activation::ALL, |a| a.name()),
+                "plain" => flag(&mut s.plain, value),
+                "affine_first" => flag(&mut s.affine_first, value),
                 _ => unknown(),
             }
         });
@@ -125,16 +161,32 @@ impl LabSettings {
         )?)
     }
 
-    /// The design these settings describe, page-sized: 4 coupling layers of
-    /// 8 channels (the CLI's default is 8 layers), 8 copies for radial flows.
+    /// The design these settings describe: for coupling flows the chosen
+    /// layers and conditioner (the affine map first unless the family is
+    /// affine itself); 8 copies of the family for radial flows.
     pub fn design(&self, family: Family, z2: bool) -> Result<Design, String> {
         let mut design = Design::new(self.flow, family, z2)?;
-        design.flow.layers = 4;
+        let f = &mut design.flow;
         if self.flow == FlowKind::Radial {
-            design.flow.stack = 8;
+            f.stack = 8;
+            return Ok(design);
         }
+        f.layers = self.layers;
+        f.width = self.channels;
+        f.first = (self.affine_first && family != Family::Affine).then_some(Family::Affine);
+        f.conv = ConvDesign {
+            kernel: self.kernel,
+            activation: self.activation,
+            channels: self.plain.then(|| vec![self.channels; 2]),
+            head_bound: 0.0,
+        };
         Ok(design)
     }
+}
+
+/// A 0/1 link entry.
+fn flag(target: &mut bool, value: &str) -> Entry {
+    set_if(target, value == "1", value == "0" || value == "1", "0 or 1")
 }
 
 #[cfg(test)]
@@ -155,6 +207,12 @@ mod tests {
             learning_rate: 0.001,
             batch: 32,
             seed: 9,
+            layers: 6,
+            channels: 12,
+            kernel: 5,
+            activation: Activation::Tanh,
+            plain: true,
+            affine_first: true,
         };
         assert_eq!(LabSettings::from_query(&s.to_query()), (s, Vec::new()));
         let (parsed, ignored) = LabSettings::from_query(
@@ -173,5 +231,31 @@ mod tests {
                 "colour=red (not a setting)"
             ]
         );
+    }
+
+    /// The architecture settings reach the design; an affine family is not
+    /// put after another affine map.
+    #[test]
+    fn the_architecture_settings_make_the_design() {
+        let s = LabSettings {
+            layers: 10,
+            channels: 6,
+            kernel: 5,
+            activation: Activation::LeakyRelu,
+            plain: true,
+            affine_first: true,
+            ..LabSettings::default()
+        };
+        let d = s.design(Family::Sinh, false).expect("valid");
+        assert_eq!(d.flow.layers, 10);
+        assert_eq!(d.flow.first, Some(Family::Affine));
+        assert_eq!(d.flow.conv.channels, Some(vec![6, 6]));
+        assert_eq!(d.flow.conv.kernel, 5);
+        assert_eq!(d.flow.conv.activation, Activation::LeakyRelu);
+        let affine = s.design(Family::Affine, false).expect("valid");
+        assert_eq!(affine.flow.first, None);
+        let residual = LabSettings::default().design(Family::Sinh, false).expect("valid");
+        assert_eq!(residual.flow.conv.channels, None);
+        assert_eq!(residual.flow.width, LabSettings::default().channels);
     }
 }

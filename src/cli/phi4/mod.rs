@@ -2,24 +2,27 @@
 //! against the reference from Hamiltonian Monte Carlo (`flowplay phi4 hmc`),
 //! and the comparison of flow designs (`flowplay phi4 compare`).
 
+mod compare;
 mod report;
 
 use super::{parse_precision, progress_printer, write_json};
 use crate::bijection::Family;
+use crate::flow::{Activation, ConvDesign, FlowModel};
 use crate::mcmc::Estimate;
 use crate::mcmc::hmc::HmcSettings;
-use crate::phi4::design::{Design, comparison_designs};
+use crate::phi4::design::Design;
 use crate::phi4::observables::Phi4Observables;
 use crate::phi4::reference::{Phi4Reference, reference};
 use crate::run::backend::Backend;
 use crate::run::limits;
+use crate::run::model_file::model_to_json;
 use crate::run::phi4::{check_flow_run, flow_run};
 use crate::target::phi4::{Couplings, Phi4};
-use crate::train::config::Precision;
+use crate::train::config::{Precision, RunPlan, Schedule};
 use crate::train::{Loss, TrainSettings, default_threads};
 use clap::{Args, Subcommand};
 use serde_json::json;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Flows on the phi^4 field (docs/mathematics.md, section 8). Without a
 /// command it trains one flow by reverse KL (from the action alone, no
@@ -44,7 +47,7 @@ enum Phi4Command {
     /// The same budget for an affine coupling flow, each analytic family and
     /// the Z2-equivariant designs, at a symmetric and a broken point, as one
     /// Markdown table.
-    Compare(CompareArgs),
+    Compare(compare::CompareArgs),
     /// The HMC reference alone: <|M|>/V, <M^2>/V, the susceptibility and the
     /// two-point function, each with its error from the integrated
     /// autocorrelation time.
@@ -127,6 +130,21 @@ struct TrainingArgs {
     /// HMC trajectories of the reference (0: none)
     #[arg(long, default_value_t = 10_000)]
     trajectories: usize,
+    /// Learning-rate schedule: constant, or cosine (decays to 1% of --lr by
+    /// the last step or the time limit, whichever comes first)
+    #[arg(long, default_value = "constant", value_parser = Schedule::parse)]
+    schedule: Schedule,
+    /// Stop training after this many minutes even with steps left (the
+    /// estimates follow); for a long run give many --steps and a time
+    #[arg(long)]
+    minutes: Option<f64>,
+    /// Write the model, with its step, to this file every --checkpoint-every
+    /// steps and at the end (readable by `flowplay eval --model`)
+    #[arg(long, value_name = "FILE")]
+    checkpoint: Option<String>,
+    /// Steps between checkpoints
+    #[arg(long, default_value_t = 500)]
+    checkpoint_every: usize,
     /// Write the JSON report to this file
     #[arg(long, value_name = "FILE")]
     out: Option<String>,
@@ -136,6 +154,19 @@ struct TrainingArgs {
 }
 
 impl TrainingArgs {
+    /// The time limit, checked: a positive number of minutes up to a week.
+    fn time_limit(&self) -> Result<Option<Duration>, String> {
+        match self.minutes {
+            None => Ok(None),
+            Some(m) if m > 0.0 && m <= 7.0 * 24.0 * 60.0 => {
+                Ok(Some(Duration::from_secs_f64(m * 60.0)))
+            }
+            Some(m) => Err(format!(
+                "--minutes must be more than 0 and at most a week (10080), got {m}"
+            )),
+        }
+    }
+
     fn settings(&self) -> TrainSettings {
         TrainSettings {
             batch: self.batch,
@@ -157,9 +188,11 @@ struct FlowArgs {
     /// every site)
     #[arg(long, default_value = "coupling", value_parser = Design::parse_kind)]
     flow: crate::flow::FlowKind,
-    /// cubic_rational, sinh, cubic, affine, spline
-    #[arg(long, default_value = "cubic_rational", value_parser = Family::parse)]
-    family: Family,
+    /// The site map: cubic_rational, sinh, cubic, affine, spline, or two
+    /// joined by '+' for a composite map, e.g. affine+cubic_rational (affine
+    /// first in the sampling direction, then one or --stack copies of the second)
+    #[arg(long, default_value = "cubic_rational", value_parser = Design::parse_site_maps)]
+    family: (Option<Family>, Family),
     /// Z2-equivariant: odd site maps with an even/odd conditioner, or the
     /// radial centre fixed at 0; the density is symmetric under phi -> -phi
     #[arg(long)]
@@ -177,29 +210,39 @@ struct FlowArgs {
     #[arg(long)]
     depth: Option<usize>,
     #[command(flatten)]
+    conditioner: ConditionerArgs,
+    #[command(flatten)]
     training: TrainingArgs,
 }
 
-/// The comparison of designs.
+/// The lattice conditioner's design beyond width and depth.
 #[derive(Args)]
-struct CompareArgs {
-    /// Lattice side L (even)
-    #[arg(long, default_value_t = 8)]
-    lattice: usize,
-    /// The symmetric point's m^2
-    #[arg(long, default_value_t = -4.0, allow_hyphen_values = true)]
-    m2: f64,
-    /// The symmetric point's lambda
-    #[arg(long, default_value_t = 8.0)]
-    lambda: f64,
-    /// The broken point's m^2
-    #[arg(long, default_value_t = -4.0, allow_hyphen_values = true)]
-    broken_m2: f64,
-    /// The broken point's lambda
-    #[arg(long, default_value_t = 2.0)]
-    broken_lambda: f64,
-    #[command(flatten)]
-    training: TrainingArgs,
+struct ConditionerArgs {
+    /// Plain (not residual) conditioner with these hidden channels, e.g. 8,8
+    /// for 1 -> 8 -> 8 -> out (--width and --depth then do not apply)
+    #[arg(long, value_delimiter = ',')]
+    channels: Option<Vec<usize>>,
+    /// Kernel side of the conditioner's convolutions (odd, 1 to 7)
+    #[arg(long, default_value_t = 3)]
+    kernel: usize,
+    /// gelu, leaky_relu or tanh
+    #[arg(long, default_value = "gelu", value_parser = Activation::parse)]
+    activation: Activation,
+    /// Bound B of the output head B tanh(out / B), started where the identity
+    /// head starts (0: the identity head)
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    head_bound: f64,
+}
+
+impl ConditionerArgs {
+    fn conv(&self) -> ConvDesign {
+        ConvDesign {
+            kernel: self.kernel,
+            activation: self.activation,
+            channels: self.channels.clone(),
+            head_bound: self.head_bound,
+        }
+    }
 }
 
 /// The HMC reference alone.
@@ -231,7 +274,7 @@ struct HmcArgs {
 pub fn run(args: Phi4Args) -> Result<(), String> {
     match args.command {
         Some(Phi4Command::Hmc(hmc_args)) => hmc(hmc_args),
-        Some(Phi4Command::Compare(compare_args)) => compare(compare_args),
+        Some(Phi4Command::Compare(compare_args)) => compare::run(compare_args),
         Some(Phi4Command::Train(flow_args)) => train(flow_args),
         None => train(args.train),
     }
@@ -304,18 +347,54 @@ fn hmc_reference(
     Ok(Some(reference(model, &settings, report)?))
 }
 
+/// Writes `{"step": N, "model": ...}` to `path` through a temporary file, so
+/// a run stopped while writing keeps the previous checkpoint whole.
+fn write_checkpoint(path: &str, step: usize, model: &FlowModel<f64>) -> Result<(), String> {
+    let v = json!({ "step": step, "model": model_to_json(model) });
+    let tmp = format!("{path}.tmp");
+    write_json(&tmp, &v)?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("cannot write the checkpoint {path}: {e}"))
+}
+
 fn train(args: FlowArgs) -> Result<(), String> {
     let model = args.theory.model()?;
-    let mut design = Design::new(args.flow, args.family, args.z2)?;
+    let (first, family) = args.family;
+    let mut design = Design::new(args.flow, family, args.z2)?;
     let f = &mut design.flow;
+    f.first = first;
     f.stack = args.stack.unwrap_or(f.stack);
     f.layers = args.layers.unwrap_or(f.layers);
     f.width = args.width.unwrap_or(f.width);
     f.depth = args.depth.unwrap_or(f.depth);
+    f.conv = args.conditioner.conv();
     let t = &args.training;
+    let time_limit = t.time_limit()?;
     check_flow_run(&model, &design, &t.settings(), t.samples)?;
     let reference = hmc_reference(&model, t.trajectories, t.seed, t.quiet)?;
-    let mut progress = progress_printer(format!("{}: ", design.label()), t.steps, t.quiet);
+    let mut progress = progress_printer(
+        format!("{}: ", design.label()),
+        t.steps,
+        time_limit.map(|d| d.as_secs_f64()),
+        t.quiet,
+    );
+    let mut checkpoint_error = None;
+    let mut checkpoint = |step: usize, model: &FlowModel<f64>| {
+        if let Some(path) = &t.checkpoint
+            && let Err(e) = write_checkpoint(path, step, model)
+        {
+            checkpoint_error.get_or_insert(e);
+        }
+    };
+    let plan = RunPlan {
+        schedule: t.schedule,
+        time_limit,
+        checkpoint_every: if t.checkpoint.is_some() {
+            t.checkpoint_every.max(1)
+        } else {
+            0
+        },
+        checkpoint: &mut checkpoint,
+    };
     let run = flow_run(
         &model,
         &design,
@@ -324,8 +403,12 @@ fn train(args: FlowArgs) -> Result<(), String> {
         t.precision,
         t.backend,
         t.samples,
+        plan,
         &mut progress,
     )?;
+    if let Some(e) = checkpoint_error {
+        return Err(e);
+    }
     let e = &run.estimates;
     let c = model.couplings;
     println!(
@@ -366,97 +449,6 @@ fn train(args: FlowArgs) -> Result<(), String> {
     }
     if let Some(stopped) = &run.outcome.stopped {
         return Err(stopped.to_string());
-    }
-    Ok(())
-}
-
-fn compare(args: CompareArgs) -> Result<(), String> {
-    let points = [
-        (
-            "symmetric",
-            Couplings {
-                m2: args.m2,
-                lambda: args.lambda,
-            },
-        ),
-        (
-            "broken",
-            Couplings {
-                m2: args.broken_m2,
-                lambda: args.broken_lambda,
-            },
-        ),
-    ];
-    let t = &args.training;
-    let settings = t.settings();
-    let start = Instant::now();
-    let mut rows = Vec::new();
-    let mut reports = Vec::new();
-    limits::lattice(args.lattice)?;
-    for (phase, couplings) in points {
-        let model = Phi4::new(args.lattice, couplings)?;
-        for design in comparison_designs() {
-            check_flow_run(&model, &design, &settings, t.samples)?;
-        }
-        let reference = hmc_reference(&model, t.trajectories.max(2), settings.seed, t.quiet)?
-            .ok_or_else(|| "the comparison needs an HMC reference".to_string())?;
-        for design in comparison_designs() {
-            let label = format!("{phase} {}: ", design.label());
-            let mut progress = progress_printer(label, t.steps, t.quiet);
-            // the Z2 radial flow's fixed centre is the CPU trainer's alone
-            let backend = if design.flow.fixed_centre() {
-                Backend::Cpu
-            } else {
-                t.backend
-            };
-            let run = flow_run(
-                &model,
-                &design,
-                t.steps,
-                settings.clone(),
-                t.precision,
-                backend,
-                t.samples,
-                &mut progress,
-            )?;
-            let e = &run.estimates;
-            let h = &reference.observables;
-            rows.push(format!(
-                "| {phase} (m2={}, lambda={}) | {} | {:.3} | {:.3} | {:.2} | {:.3} | {:+.3} | {:.3} +- {:.3} | {:.3} +- {:.3} |",
-                couplings.m2,
-                couplings.lambda,
-                design.label(),
-                e.ess,
-                e.acceptance,
-                e.reverse_kl,
-                e.positive_fraction,
-                e.imh.m.mean,
-                e.imh.abs_m.mean,
-                e.imh.abs_m.error,
-                h.abs_m.mean,
-                h.abs_m.error,
-            ));
-            reports.push(report::flow_report(&model, &design, &run, Some(&reference)));
-        }
-    }
-    println!(
-        "L = {}, {} steps of batch {}, lr {}, {} samples each ({:.0} s):\n",
-        args.lattice,
-        t.steps,
-        settings.batch,
-        settings.learning_rate,
-        t.samples,
-        start.elapsed().as_secs_f64()
-    );
-    println!(
-        "| point | flow | ESS/N | IMH acceptance | reverse KL | fraction M > 0 | <M>/V (IMH; exact 0) | <\\|M\\|>/V (IMH) | <\\|M\\|>/V (HMC) |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|");
-    for row in &rows {
-        println!("{row}");
-    }
-    if let Some(path) = &t.out {
-        write_json(path, &json!({ "runs": reports }))?;
     }
     Ok(())
 }

@@ -30,3 +30,71 @@ pub fn gelu_prime<T: Real>(x: T) -> T {
     let s = gelu_gate(x);
     s + x * s * (T::one() - s) * T::c(2.0) * k * (T::one() + T::c(3.0 * 0.044715) * x * x)
 }
+
+/// The nonlinearity between a conditioner's hidden layers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Activation {
+    /// tanh-approximated GELU (bijx's coupling conditioners).
+    #[default]
+    Gelu,
+    /// `max(x, 0.01 x)` (flax's default slope; the phi^4 tutorial's conditioner).
+    LeakyRelu,
+    Tanh,
+}
+
+impl Activation {
+    /// Every activation, in the order menus show them.
+    pub const ALL: [Activation; 3] = [Activation::Gelu, Activation::LeakyRelu, Activation::Tanh];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Activation::Gelu => "gelu",
+            Activation::LeakyRelu => "leaky_relu",
+            Activation::Tanh => "tanh",
+        }
+    }
+
+    pub fn parse(name: &str) -> Result<Activation, String> {
+        Activation::ALL
+            .into_iter()
+            .find(|a| a.name() == name)
+            .ok_or_else(|| format!("unknown activation '{name}' (gelu, leaky_relu, tanh)"))
+    }
+
+    #[inline]
+    pub fn apply<T: Real>(&self, x: T) -> T {
+        match self {
+            Activation::Gelu => gelu(x),
+            Activation::LeakyRelu => {
+                if x >= T::zero() {
+                    x
+                } else {
+                    T::c(LEAKY_SLOPE) * x
+                }
+            }
+            Activation::Tanh => x.tanh(),
+        }
+    }
+
+    /// The derivative at `x`.
+    #[inline]
+    pub fn derivative<T: Real>(&self, x: T) -> T {
+        match self {
+            Activation::Gelu => gelu_prime(x),
+            Activation::LeakyRelu => {
+                if x >= T::zero() {
+                    T::one()
+                } else {
+                    T::c(LEAKY_SLOPE)
+                }
+            }
+            Activation::Tanh => {
+                let t = x.tanh();
+                T::one() - t * t
+            }
+        }
+    }
+}
+
+/// Slope of [`Activation::LeakyRelu`] below zero.
+const LEAKY_SLOPE: f64 = 0.01;

@@ -11,7 +11,7 @@
 
 mod ops;
 
-use crate::flow::{Flow, FlowModel, LatticeSpec};
+use crate::flow::{ConvDesign, Flow, FlowModel, LatticeSpec};
 use crate::gpu::GpuError;
 use crate::gpu::optimizer::{FlowKernels, GpuOptimizer};
 use crate::gpu::plan::{self, Pipelines, Plan, Purpose};
@@ -126,6 +126,12 @@ impl GpuLatticeTrainer {
             ));
         };
         let spec = flow.spec.clone();
+        if spec.conv != ConvDesign::default() {
+            return Err(GpuError::unsupported(
+                "the GPU lattice trainer runs the residual 3 x 3 GELU conditioner with an \
+                 identity head; other conditioners train on the CPU",
+            ));
+        }
         let Target::Phi4(theory) = target else {
             return Err(GpuError::unsupported(format!(
                 "the GPU trains lattice flows on phi^4 targets, not '{}'",

@@ -13,14 +13,16 @@
 //! {"type": "elementwise", "dim": 1, "bijection": { ...scalar or stack... }}
 //! ```
 
+mod conv;
+
 use crate::bijection::BijectionError;
 use crate::bijection::stack::MAX_STACK;
 use crate::bijection::{Family, Scalar, SplineShape, Stack};
 use crate::flow::FlowError;
 use crate::flow::radial::MAX_ORDER;
 use crate::flow::{
-    CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, FlowModel, LatticeFlow, LatticeSpec,
-    RadialConditioner, RadialFlow, RadialSpec,
+    ConvDesign, CouplingFlow, CouplingSpec, ElementwiseFlow, Flow, FlowModel, LatticeFlow,
+    LatticeSpec, RadialConditioner, RadialFlow, RadialSpec,
 };
 use serde_json::{Map, Value, json};
 
@@ -295,6 +297,10 @@ pub fn model_from_json(v: &Value, dim: Option<usize>) -> Result<FlowModel<f64>> 
                 depth: count(v, "depth", what)?,
                 stack,
                 z2,
+                conv: match v.get("conv") {
+                    None => ConvDesign::default(),
+                    Some(c) => conv::parse_conv(c)?,
+                },
             };
             let params = numbers(field(v, "params", what)?, "model: 'params'")?;
             Ok(FlowModel::Lattice(LatticeFlow::from_params(spec, params)?))
@@ -486,6 +492,7 @@ pub fn model_to_json(model: &FlowModel<f64>) -> Value {
             "width": f.spec.width,
             "depth": f.spec.depth,
             "z2": f.spec.z2,
+            "conv": conv::conv_json(&f.spec.conv),
             "bijection": template_json(&f.spec.stack),
             "params": f.params(),
         }),
