@@ -287,7 +287,8 @@ fn the_lab_architecture_builds_the_chosen_conditioner_and_site_map() {
     h.run_steps(3);
     h.get_by_label("affine map first").click();
     h.run_steps(3);
-    h.get_by_label("plain conditioner (1 -> c -> c -> out)").click();
+    h.get_by_label("plain conditioner (1 -> c -> c -> out)")
+        .click();
     h.run_steps(3);
     let lab = h.state().lab().expect("the lab");
     assert!(lab.settings.affine_first && lab.settings.plain);

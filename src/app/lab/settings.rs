@@ -254,7 +254,9 @@ mod tests {
         assert_eq!(d.flow.conv.activation, Activation::LeakyRelu);
         let affine = s.design(Family::Affine, false).expect("valid");
         assert_eq!(affine.flow.first, None);
-        let residual = LabSettings::default().design(Family::Sinh, false).expect("valid");
+        let residual = LabSettings::default()
+            .design(Family::Sinh, false)
+            .expect("valid");
         assert_eq!(residual.flow.conv.channels, None);
         assert_eq!(residual.flow.width, LabSettings::default().channels);
     }
