@@ -285,19 +285,25 @@ fn the_lab_architecture_builds_the_chosen_conditioner_and_site_map() {
     h.run_steps(3);
     h.get_by_label("architecture").click();
     h.run_steps(3);
+    // the default puts an affine map first; the box takes it away
+    assert!(
+        h.state().lab().expect("the lab").runs[0]
+            .label
+            .contains("affine+")
+    );
     h.get_by_label("affine map first").click();
     h.run_steps(3);
     h.get_by_label("plain conditioner (1 -> c -> c -> out)")
         .click();
     h.run_steps(3);
     let lab = h.state().lab().expect("the lab");
-    assert!(lab.settings.affine_first && lab.settings.plain);
+    assert!(!lab.settings.affine_first && lab.settings.plain);
     // the run on screen is the new design, started at once
     let run = &lab.runs[0];
-    assert!(run.label.contains("affine+"), "{}", run.label);
+    assert!(!run.label.contains("affine+"), "{}", run.label);
     assert!(lab.title().contains("step 0"), "{}", lab.title());
     let q = query(&h);
-    assert!(q.contains("plain=1") && q.contains("affine_first=1"), "{q}");
+    assert!(q.contains("plain=1") && q.contains("affine_first=0"), "{q}");
 }
 
 #[test]

@@ -514,7 +514,11 @@ fn the_phi4_lab_trains_and_compares_lattice_flows() {
     let labels: Vec<&str> = lab.runs.iter().map(|r| r.label.as_str()).collect();
     assert_eq!(
         labels,
-        ["coupling affine", "coupling sinh", "coupling sinh Z2"]
+        [
+            "coupling affine",
+            "coupling affine+cubic_rational",
+            "coupling affine+cubic_rational Z2"
+        ]
     );
     assert!(lab.runs.iter().all(|r| r.steps() >= 20 && r.ess.len() >= 2));
     // the Z2 design samples both modes (256 samples: 1/2 within 4 sigma)
