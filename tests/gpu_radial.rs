@@ -394,8 +394,9 @@ fn oversized_batches_are_refused_clearly() {
         conditioner: RadialConditioner::Fourier { order: 3 },
     };
     let flow = RadialFlow::<f64>::init(spec, None, None, &mut rng).unwrap();
+    // 2^22 samples: some 30 GB of gradients, over any device's binding
     let settings = TrainSettings {
-        batch: 1 << 20,
+        batch: 1 << 22,
         learning_rate: 1e-3,
         seed: 0,
         loss: Loss::ForwardKl,

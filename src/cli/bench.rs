@@ -13,8 +13,9 @@ use std::time::Instant;
 /// Prints training steps per second for the reference recipes (direct radial
 /// and angle-dependent radial flows on the spiral, 64 x cubic; coupling flow
 /// 8 x 128 on moons) at each batch size, the phi^4 lab's lattice flows (unless
-/// --batch is given, batches of 64 and 256 fields at L = 8 and 64 Z2 fields at
-/// L = 16), and density evaluations per second on a grid (the 2D flows). Each
+/// --batch is given, batches of 64 and 256 fields at L = 8, for the 8-layer
+/// sinh flow and the lab's default of 16 layers with an affine map first, and
+/// 64 Z2 fields at L = 16), and density evaluations per second on a grid (the 2D flows). Each
 /// figure runs for about --seconds after two warm-up steps (and at least one
 /// grid). The dispatches column counts the GPU compute dispatches of one
 /// training step; the GPU column is n/a where no adapter was found.
@@ -68,6 +69,16 @@ fn recipes() -> Vec<Recipe> {
         z2: true,
         ..lattice.clone()
     };
+    // the lab's default: 16 layers, an affine map before the cubic rational one
+    let lab_default = {
+        let mut flow =
+            crate::phi4::design::Design::new(FlowKind::Lattice, Family::CubicRational, false)
+                .map(|d| d.flow)
+                .unwrap_or_else(|e| unreachable!("a fixed design: {e}"));
+        flow.layers = 16;
+        flow.first = Some(Family::Affine);
+        flow
+    };
     vec![
         Recipe {
             name: "radial, spiral, 64 x cubic",
@@ -91,6 +102,12 @@ fn recipes() -> Vec<Recipe> {
             name: "lattice 8 x 8ch, phi4 L=8, sinh",
             target: "phi4:L=8,m2=-4,lambda=8",
             flow: lattice,
+            batches: Some(&[64, 256]),
+        },
+        Recipe {
+            name: "lattice 16 x 8ch, L=8, affine+cubic_rat",
+            target: "phi4:L=8,m2=-4,lambda=8",
+            flow: lab_default,
             batches: Some(&[64, 256]),
         },
         Recipe {
@@ -155,6 +172,12 @@ fn training_table(bench: &Bench, recipes: &[Recipe]) -> Result<Vec<Value>, Strin
             "flowplay bench: CPU {} threads, f32; GPU f32 through wgpu",
             bench.threads
         );
+        if bench.backends.contains(&"gpu") {
+            match gpu_adapter() {
+                Ok(name) => println!("GPU adapter: {name}"),
+                Err(e) => println!("GPU adapter: none ({e})"),
+            }
+        }
         println!(
             "{:<40} {:>7} {:>12} {:>12} {:>11}",
             "training recipe", "batch", "cpu steps/s", "gpu steps/s", "dispatches"
@@ -326,6 +349,18 @@ fn grid_rate<T: Real>(flow: &dyn Flow<T>, n: usize, threads: usize, seconds: f64
     }
     let t = start.elapsed().as_secs_f64();
     ((grids * n * n) as f64 / t, grids as f64 / t)
+}
+
+/// The adapter the GPU figures come from, named with its graphics API.
+#[cfg(feature = "gpu")]
+fn gpu_adapter() -> Result<String, String> {
+    let ctx = crate::gpu::GpuContext::new_blocking()?;
+    Ok(format!("{} ({})", ctx.adapter_name, ctx.backend))
+}
+
+#[cfg(not(feature = "gpu"))]
+fn gpu_adapter() -> Result<String, String> {
+    Err("built without the 'gpu' feature".into())
 }
 
 /// The GPU trainer and its compute dispatches per step.

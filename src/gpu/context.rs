@@ -66,11 +66,19 @@ impl GpuContext {
                 reason: e.to_string(),
             })?;
         let info = adapter.get_info();
+        // The defaults cap a storage buffer at 128 MB; a real GPU allows far
+        // more, and large batches need it (measured on an H200: batch 65536 of
+        // a radial flow needs 449 MB of per-sample gradients).
+        let offered = adapter.limits();
+        let required_limits = wgpu::Limits {
+            max_storage_buffer_binding_size: offered.max_storage_buffer_binding_size,
+            max_buffer_size: offered.max_buffer_size,
+            ..wgpu::Limits::downlevel_defaults().using_resolution(offered)
+        };
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("flowplay"),
-                required_limits: wgpu::Limits::downlevel_defaults()
-                    .using_resolution(adapter.limits()),
+                required_limits,
                 ..Default::default()
             })
             .await
