@@ -414,8 +414,8 @@ fn bench_prints_cpu_and_gpu_columns() {
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).expect("JSON output");
     let training = v["training"].as_array().unwrap();
-    // 3 planar and 2 lattice recipes, each on both backends
-    assert_eq!(training.len(), 10, "{out}");
+    // 3 planar and 3 lattice recipes, each on both backends
+    assert_eq!(training.len(), 12, "{out}");
     for row in training {
         assert!(row["steps_per_second"].as_f64().unwrap() > 0.0, "{row}");
         if row["backend"] == "gpu" {
