@@ -180,9 +180,9 @@ fn the_run_trains_on_the_gpu_when_there_is_one() {
 fn a_lesson_opens_its_experiment_and_says_what_to_watch() {
     let mut h = harness(small("moons", FlowKind::Radial));
     h.run_steps(2);
-    h.get_by_label("lesson").click();
+    h.get_by_label("Lessons").click();
     h.run_steps(2);
-    h.get_by_label("Radial flow on rings").click();
+    h.get_by_label("5. Radial flows on radial data").click();
     h.run_steps(10);
     let session = h.state().playground().session().unwrap();
     assert_eq!(session.settings.target, TargetChoice::Preset("rings"));

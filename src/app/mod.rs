@@ -4,13 +4,15 @@
 //!
 //! Shared by both pages: [`host`] (a run's trainer on the CPU or in a GPU
 //! task: the one place that handshake is written), [`devices`] (the GPU,
-//! once found), [`query`] (settings from links), [`widgets`] (colour maps and
-//! plots), [`files`] (uploads and downloads) and [`web`] (the browser glue).
+//! once found), [`query`] (settings from links), [`lessons`] (experiments a
+//! class can follow, on either page), [`widgets`] (colour maps and plots),
+//! [`files`] (uploads and downloads) and [`web`] (the browser glue).
 
 pub mod devices;
 pub mod files;
 pub mod host;
 pub mod lab;
+pub mod lessons;
 pub mod playground;
 pub mod query;
 pub mod rate;
@@ -21,6 +23,7 @@ use devices::Devices;
 use eframe::egui;
 use lab::Phi4Lab;
 use lab::settings::LabSettings;
+use lessons::{LessonAction, OpenLesson, Start};
 use playground::Playground;
 use playground::settings::Settings;
 use query::{Appearance, ZOOMS};
@@ -56,6 +59,8 @@ pub struct PlaygroundApp {
     query: String,
     /// the share of a frame the playground's training may take
     train_budget: Duration,
+    /// the lesson on screen, if one is open
+    lesson: Option<OpenLesson>,
 }
 
 impl PlaygroundApp {
@@ -72,19 +77,38 @@ impl PlaygroundApp {
         }
         let devices = Devices::default();
         devices.find();
-        if query.contains("lab=phi4") {
-            let (settings, ignored) = LabSettings::from_query(&query);
+        Self::from_query(&query, devices)
+    }
+
+    /// The app a link describes, on the CPU until [`Self::find_gpu`] finds a
+    /// GPU (the tests' way in to links).
+    pub fn from_link(query: &str) -> Self {
+        Self::from_query(query, Devices::default())
+    }
+
+    /// The page a link's query describes: a lesson, the lab or the
+    /// playground, with what it had that was not used named on the page.
+    fn from_query(query: &str, devices: Devices) -> Self {
+        let mut app = if query.contains("lab=phi4") {
+            let (settings, ignored) = LabSettings::from_query(query);
             let mut app = Self::with_devices(Settings::default(), devices);
             app.open_lab(Some(settings));
             if let Some(lab) = &mut app.lab {
                 lab.message = query::ignored_note(&ignored);
             }
-            return app;
-        }
-        let (settings, ignored) = Settings::from_query(&query);
-        let mut app = Self::with_devices(settings, devices);
-        if let Some(note) = query::ignored_note(&ignored) {
-            app.playground.warn(note);
+            app
+        } else {
+            let (settings, ignored) = Settings::from_query(query);
+            let mut app = Self::with_devices(settings, devices);
+            if let Some(note) = query::ignored_note(&ignored) {
+                app.playground.warn(note);
+            }
+            app
+        };
+        if let Some(id) = query::lesson_in(query)
+            && let Err(why) = app.open_lesson(id)
+        {
+            app.warn(format!("The link's lesson={id} was not used: {why}."));
         }
         app
     }
@@ -106,6 +130,7 @@ impl PlaygroundApp {
             frame_meter: RateMeter::new(),
             query: String::new(),
             train_budget: TRAIN_BUDGET,
+            lesson: None,
         }
     }
 
@@ -157,6 +182,85 @@ impl PlaygroundApp {
         self.page = Page::Phi4Lab;
     }
 
+    /// The lesson on screen, if one is open.
+    pub fn lesson(&self) -> Option<&OpenLesson> {
+        self.lesson.as_ref()
+    }
+
+    /// Opens the lesson `id` (its link's name) at its start, on its page.
+    pub fn open_lesson(&mut self, id: &str) -> Result<(), String> {
+        let lesson = lessons::find(id)?;
+        match &lesson.start {
+            Start::Playground(settings) => {
+                self.page = Page::Playground;
+                self.playground.start_lesson_run(settings.clone());
+            }
+            Start::Explorer(family) => {
+                self.page = Page::Playground;
+                self.playground.open_explorer(*family);
+            }
+            Start::Drawing => {
+                self.page = Page::Playground;
+                self.playground.open_drawing();
+            }
+            Start::Lab(settings) => {
+                self.open_lab(Some(settings.clone()));
+                if let Some(lab) = &mut self.lab {
+                    lab.toggle_play();
+                }
+            }
+        }
+        self.lesson = Some(OpenLesson::new(lesson));
+        Ok(())
+    }
+
+    /// A message on the page shown.
+    fn warn(&mut self, message: String) {
+        match (self.page, &mut self.lab) {
+            (Page::Phi4Lab, Some(lab)) => lab.message = Some(message),
+            _ => self.playground.warn(message),
+        }
+    }
+
+    /// The lessons' menu, at the top of both pages.
+    fn lessons_menu_ui(&mut self, ui: &mut egui::Ui) {
+        let mut chosen = None;
+        ui.menu_button("Lessons", |ui| {
+            for lesson in lessons::lessons() {
+                if ui.button(lesson.name).clicked() {
+                    chosen = Some(lesson.id);
+                    ui.close();
+                }
+            }
+        })
+        .response
+        .on_hover_text(
+            "Experiments a class can follow: each opens ready, with what to do and watch.",
+        );
+        if let Some(id) = chosen
+            && let Err(why) = self.open_lesson(id)
+        {
+            self.warn(why);
+        }
+    }
+
+    /// The lesson's panel; "Start again" opens it afresh.
+    fn lesson_ui(&mut self, ui: &mut egui::Ui) {
+        let Some(open) = &mut self.lesson else {
+            return;
+        };
+        match open.ui(ui) {
+            Some(LessonAction::StartAgain) => {
+                let id = open.lesson.id;
+                if let Err(why) = self.open_lesson(id) {
+                    self.warn(why);
+                }
+            }
+            Some(LessonAction::Close) => self.lesson = None,
+            None => {}
+        }
+    }
+
     /// The switch between the pages, at the top.
     fn page_switch_ui(&mut self, ui: &mut egui::Ui) {
         egui::Panel::top("pages").show(ui, |ui| {
@@ -176,6 +280,8 @@ impl PlaygroundApp {
                     self.open_lab(None);
                 }
                 ui.separator();
+                self.lessons_menu_ui(ui);
+                ui.separator();
                 Self::text_size_ui(ui);
             });
         });
@@ -194,7 +300,11 @@ impl PlaygroundApp {
             (Page::Phi4Lab, Some(lab)) => lab.query(),
             _ => self.playground.query().unwrap_or_default(),
         };
-        format!("{page}{}", Appearance::of(ctx).to_query())
+        let lesson = match &self.lesson {
+            Some(open) => format!("&{}={}", query::LESSON_KEY, open.lesson.id),
+            None => String::new(),
+        };
+        format!("{page}{lesson}{}", Appearance::of(ctx).to_query())
     }
 
     /// Keeps the address bar on what the page shows (replacing the history
@@ -270,6 +380,7 @@ impl eframe::App for PlaygroundApp {
         self.page_switch_ui(ui);
         // input first: a frame with a click, a tap or a key trains nothing, so
         // the page answers it at once however heavy training is
+        self.lesson_ui(ui);
         let input = ui.input(|i| i.events.iter().any(is_user_action));
         let (budget, lab_budget) = if input {
             ui.ctx().request_repaint();

@@ -26,6 +26,7 @@ fn entries(query: &str) -> impl Iterator<Item = (&str, &str, &str)> {
 /// [`Appearance`]) are checked here, for every page, and not handed on.
 pub fn apply_query(query: &str, mut apply: impl FnMut(&str, &str) -> Entry) -> Vec<String> {
     entries(query)
+        .filter(|(_, key, _)| *key != LESSON_KEY)
         .filter_map(|(pair, key, value)| {
             let entry = Appearance::default()
                 .apply(key, value)
@@ -33,6 +34,17 @@ pub fn apply_query(query: &str, mut apply: impl FnMut(&str, &str) -> Entry) -> V
             entry.err().map(|why| format!("{pair} ({why})"))
         })
         .collect()
+}
+
+/// The link entry that opens a lesson (`lesson=radial-rings`): the app's,
+/// read by [`lesson_in`], never handed to a page.
+pub const LESSON_KEY: &str = "lesson";
+
+/// The lesson a link names, if it names one.
+pub fn lesson_in(query: &str) -> Option<&str> {
+    entries(query)
+        .find(|(_, key, _)| *key == LESSON_KEY)
+        .map(|(_, _, value)| value)
 }
 
 /// The app's own entries, which every page's link may carry: the theme and

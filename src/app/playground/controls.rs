@@ -1,7 +1,6 @@
-//! The playground's left panel: lessons, the target, the flow and how it
+//! The playground's left panel: the target, the flow and how it
 //! trains, the run's buttons, sharing and files, the device, and the display.
 
-use super::lessons::lessons;
 use super::session::Status;
 use super::settings::{
     BATCHES, FAMILIES, FLOW_KINDS, LAYERS, LEARNING_RATES, STACKS, STEPS_PER_FRAME, TargetChoice,
@@ -20,7 +19,6 @@ impl Playground {
     pub(super) fn controls_ui(&mut self, ui: &mut egui::Ui) {
         ui.heading("Flow Playground");
         ui.label("Train a normalizing flow live and watch it move space.");
-        self.lesson_ui(ui);
         ui.separator();
         self.target_ui(ui);
         self.flow_ui(ui);
@@ -35,31 +33,6 @@ impl Playground {
         self.device_ui(ui);
         ui.separator();
         self.display_ui(ui);
-    }
-
-    fn lesson_ui(&mut self, ui: &mut egui::Ui) {
-        let mut chosen = None;
-        egui::ComboBox::from_label("lesson")
-            .selected_text("open a lesson...")
-            .show_ui(ui, |ui| {
-                for lesson in lessons() {
-                    if ui.selectable_label(false, lesson.name).clicked() {
-                        chosen = Some(lesson);
-                    }
-                }
-            })
-            .response
-            .on_hover_text(
-                "Presets that open straight into a good experiment, with what to watch.",
-            );
-        if let Some(lesson) = chosen {
-            self.settings = lesson.settings.clone();
-            self.lesson = Some((lesson.settings, lesson.what));
-            self.reset();
-            if let Some(session) = &mut self.session {
-                session.status = Status::Running;
-            }
-        }
     }
 
     fn target_ui(&mut self, ui: &mut egui::Ui) {

@@ -65,11 +65,18 @@ impl Drawing {
             .map_err(|_| "paint something first: the drawing is empty".to_string())
     }
 
-    /// The drawing window: the canvas, the brush size, and its buttons.
-    pub fn window(&mut self, ctx: &egui::Context, at: egui::Pos2) -> DrawingAction {
+    /// The drawing window (at `at`, inside `area`): the canvas, the brush
+    /// size, and its buttons.
+    pub fn window(
+        &mut self,
+        ctx: &egui::Context,
+        at: egui::Pos2,
+        area: egui::Rect,
+    ) -> DrawingAction {
         let mut action = DrawingAction::Nothing;
         let mut open = true;
         egui::Window::new("Draw a density")
+            .constrain_to(area)
             .default_pos(at)
             .open(&mut open)
             .resizable(false)
@@ -128,12 +135,12 @@ impl Drawing {
 
 impl Playground {
     /// The drawing window, while open.
-    pub(super) fn drawing_ui(&mut self, ctx: &egui::Context) {
+    pub(super) fn drawing_ui(&mut self, ctx: &egui::Context, area: egui::Rect) {
         let at = self.views.window_pos("target");
         let Some(drawing) = &mut self.windows.drawing else {
             return;
         };
-        match drawing.window(ctx, at) {
+        match drawing.window(ctx, at, area) {
             DrawingAction::Nothing => {}
             DrawingAction::Close => self.windows.drawing = None,
             DrawingAction::Use(density) => self.use_drawing(density),

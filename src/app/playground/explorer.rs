@@ -40,6 +40,20 @@ impl Default for Explorer {
     }
 }
 
+impl Explorer {
+    /// The family on the sliders.
+    pub fn family(&self) -> Family {
+        self.family
+    }
+
+    /// The explorer on `family`'s identity map (a lesson's start).
+    pub fn for_family(family: Family) -> Self {
+        let mut explorer = Self::default();
+        explorer.pick(family);
+        explorer
+    }
+}
+
 /// A slider range inside a parameter's constraint: the open interval itself
 /// where it is short, else a window around the identity's values.
 pub fn slider_range(spec: &ParamSpec) -> (f64, f64) {
@@ -381,8 +395,8 @@ fn radius_plot(ui: &mut egui::Ui, radii: &[f64], maps: &[Vec<f64>]) {
 }
 
 impl Playground {
-    /// The bijection explorer window, while open.
-    pub(super) fn explorer_ui(&mut self, ctx: &egui::Context) {
+    /// The bijection explorer window, while open, inside `area`.
+    pub(super) fn explorer_ui(&mut self, ctx: &egui::Context, area: egui::Rect) {
         let Some(explorer) = &mut self.windows.explorer else {
             return;
         };
@@ -402,6 +416,7 @@ impl Playground {
                 .map(|(_, m)| m)
         });
         egui::Window::new("Bijection explorer")
+            .constrain_to(area)
             .open(&mut open)
             .default_pos(self.views.window_pos("target"))
             .default_height(720.0)

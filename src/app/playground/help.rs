@@ -5,8 +5,9 @@ use eframe::egui;
 
 impl Playground {
     /// The help window, while open.
-    pub(super) fn help_ui(&mut self, ctx: &egui::Context) {
+    pub(super) fn help_ui(&mut self, ctx: &egui::Context, area: egui::Rect) {
         egui::Window::new("What am I looking at")
+            .constrain_to(area)
             .open(&mut self.windows.help)
             .default_pos(self.views.window_pos("target"))
             .default_width(420.0)

@@ -12,7 +12,6 @@ pub mod drawing;
 pub mod explorer;
 pub mod files;
 pub mod help;
-pub mod lessons;
 pub mod model_io;
 pub mod picture;
 pub mod session;
@@ -22,6 +21,7 @@ pub mod views;
 use super::devices::Devices;
 use super::files::UploadSlot;
 use super::host::CpuReason;
+use crate::bijection::Family;
 use crate::flow::FlowModel;
 use crate::target::Target;
 use eframe::egui;
@@ -74,8 +74,6 @@ pub struct Playground {
     message: Option<String>,
     /// what the last action did (a file saved, a model imported)
     notice: Option<String>,
-    /// the chosen lesson's settings and what it asks the user to watch
-    lesson: Option<(Settings, &'static str)>,
     /// the density of an uploaded image or a drawing, which the settings'
     /// target names
     custom_target: Option<Target>,
@@ -107,7 +105,6 @@ impl Playground {
             failed: None,
             message: None,
             notice: None,
-            lesson: None,
             custom_target: None,
             imported: None,
             upload: UploadSlot::default(),
@@ -269,6 +266,40 @@ impl Playground {
         }
     }
 
+    /// A lesson's experiment: a run of `settings`, playing, with the windows
+    /// closed.
+    pub fn start_lesson_run(&mut self, settings: Settings) {
+        self.windows = Windows::default();
+        self.settings = settings;
+        self.reset();
+        if let Some(session) = &mut self.session {
+            session.status = Status::Running;
+        }
+    }
+
+    /// Opens the bijection explorer on `family`'s identity map, the run
+    /// paused beneath it.
+    pub fn open_explorer(&mut self, family: Family) {
+        self.pause();
+        self.windows.explorer = Some(explorer::Explorer::for_family(family));
+    }
+
+    /// The family the bijection explorer shows, while it is open.
+    pub fn explorer_family(&self) -> Option<Family> {
+        self.windows.explorer.as_ref().map(|e| e.family())
+    }
+
+    /// Whether the drawing window is open.
+    pub fn drawing_open(&self) -> bool {
+        self.windows.drawing.is_some()
+    }
+
+    /// Opens the drawing window on a blank canvas, the run paused beneath it.
+    pub fn open_drawing(&mut self) {
+        self.pause();
+        self.windows.drawing = Some(drawing::Drawing::default());
+    }
+
     /// One training step, then paused.
     pub fn single_step(&mut self) {
         if let Some(s) = &mut self.session {
@@ -386,6 +417,9 @@ impl Playground {
             }
         }
         self.views.begin_frame();
+        // the windows stay inside the page's own area (a lesson's panel
+        // stands beside it)
+        let area = ui.available_rect_before_wrap();
         self.narrow = ui.available_width() < NARROW_WIDTH;
         if self.narrow {
             self.narrow_ui(ui);
@@ -393,9 +427,9 @@ impl Playground {
             self.wide_ui(ui);
         }
         let ctx = ui.ctx().clone();
-        self.help_ui(&ctx);
-        self.drawing_ui(&ctx);
-        self.explorer_ui(&ctx);
+        self.help_ui(&ctx, area);
+        self.drawing_ui(&ctx, area);
+        self.explorer_ui(&ctx, area);
         self.save_requested_view(&ctx);
         self.apply_settings(ui);
     }

@@ -190,7 +190,7 @@ impl Playground {
     }
 
     /// The messages above the views: a warning, what the last action did, a
-    /// question before a long run is set aside, the lesson's note, why
+    /// question before a long run is set aside, why
     /// training stopped, and a run that makes no progress.
     fn messages_ui(&mut self, ui: &mut egui::Ui) {
         dismissable_warning_ui(ui, &mut self.message);
@@ -198,13 +198,6 @@ impl Playground {
             ui.label(notice);
         }
         self.asking_ui(ui);
-        // the lesson's note while its experiment is the one running
-        if let (Some((settings, note)), Some(session)) = (&self.lesson, &self.session)
-            && session.settings.describe() == settings.describe()
-            && session.settings.target == settings.target
-        {
-            ui.label(RichText::new(*note).italics());
-        }
         self.stopped_ui(ui);
         if let Some(session) = &self.session
             && let Some(idle) = session.stalled_for()
