@@ -20,8 +20,12 @@ use flowplay::bijection::Family;
 /// cores: fixing the threads would start the run again, and no picture here
 /// is compared).
 fn harness(query: String) -> Harness<'static, PlaygroundApp> {
+    harness_sized(query, [1280.0, 800.0])
+}
+
+fn harness_sized(query: String, size: [f32; 2]) -> Harness<'static, PlaygroundApp> {
     Harness::builder()
-        .with_size([1280.0, 800.0])
+        .with_size(size)
         .wgpu()
         .build_eframe(move |_cc| {
             PlaygroundApp::from_link(&query).with_train_budget(std::time::Duration::from_secs(1))
@@ -186,4 +190,17 @@ fn the_affine_lesson_diverges_where_the_analytic_map_trains() {
     let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len() as f32;
     let (first, last) = (mean(&losses[..20]), mean(&losses[losses.len() - 20..]));
     assert!(last.is_finite() && last < first, "{first} -> {last}");
+}
+
+/// On a phone the lesson folds above the page, and opens to its steps.
+#[test]
+fn on_a_phone_the_lesson_folds_above_the_page() {
+    let lesson = flowplay::app::lessons::find("radial-rings").expect("the lesson");
+    let mut h = harness_sized("lesson=radial-rings".into(), [390.0, 844.0]);
+    h.run_steps(4);
+    h.get_by_label_contains("Lesson 5.").click();
+    h.run_steps(4);
+    h.get_by_label(&format!("- {}", lesson.steps[0]));
+    h.get_by_label("Start again");
+    screenshot(&mut h, "lesson-phone");
 }

@@ -264,7 +264,8 @@ impl PlaygroundApp {
     /// The switch between the pages, at the top.
     fn page_switch_ui(&mut self, ui: &mut egui::Ui) {
         egui::Panel::top("pages").show(ui, |ui| {
-            ui.horizontal(|ui| {
+            // wrapped: on a phone the lessons and the text size go to a second row
+            ui.horizontal_wrapped(|ui| {
                 if ui
                     .selectable_label(self.page == Page::Playground, "2D flows")
                     .clicked()
