@@ -379,9 +379,10 @@ impl eframe::App for PlaygroundApp {
             ui.ctx().request_repaint_after(Duration::from_millis(100));
         }
         self.page_switch_ui(ui);
+        // before the page's own panels, so the lesson stands beside them
+        self.lesson_ui(ui);
         // input first: a frame with a click, a tap or a key trains nothing, so
         // the page answers it at once however heavy training is
-        self.lesson_ui(ui);
         let input = ui.input(|i| i.events.iter().any(is_user_action));
         let (budget, lab_budget) = if input {
             ui.ctx().request_repaint();
