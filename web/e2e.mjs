@@ -142,6 +142,7 @@ async function runMode(name, { args, device }, base) {
   const cache = await serviceWorkerCache(page);
   const spiral = await measureSpiral(page, base, name);
   const lab = await measureLab(page, base, name);
+  const lesson = await openLesson(page, base, name);
   const reloaded = await reloadKeepsTheRun(browser, base, name, errors);
   const phone = await onAPhone(browser, base, name, errors);
   if (errors.length) throw new Error(`${name}: console errors:\n${errors.join('\n')}`);
@@ -149,7 +150,7 @@ async function runMode(name, { args, device }, base) {
   console.log(`${name}: ok on the ${device} (first paint ${firstPaint} ms; step ${trained.step} in ${seconds.toFixed(1)} s, loss ${trained.first} -> ${trained.loss}; ${cache})`);
   console.log(`${name}: spiral recipe: ${spiral.stepsPerSecond.toFixed(1)} steps/s, ${spiral.fps.toFixed(1)} frames/s over ${spiral.seconds.toFixed(1)} s`);
   console.log(`${name}: phi^4 lab (L=8, broken point, ${lab.device}): ${lab.stepsPerSecond.toFixed(1)} steps/s, ${lab.fps.toFixed(1)} frames/s, ${lab.msPerStep} ms a training step, ESS/N ${lab.ess} at step ${lab.step}`);
-  console.log(`${name}: ${reloaded}; ${phone}`);
+  console.log(`${name}: ${lesson}; ${reloaded}; ${phone}`);
 }
 
 /** Collects console errors (and touch interventions, whatever their level) of `page`. */
@@ -250,6 +251,21 @@ async function measureLab(page, base, name) {
   }
   const seconds = (end.at - start.at) / 1000;
   return { stepsPerSecond: (end.step - start.step) / seconds, fps: frames.n / (frames.ms / 1000), ess, step: end.step, msPerStep, device: labDevice };
+}
+
+/** Opens a lesson from its link: its run plays at once, on the rings, and the address keeps naming it. */
+async function openLesson(page, base, name) {
+  await page.goto(`${base}/?lesson=radial-rings`);
+  const step = async () => Number(/step (\d+)/.exec(await page.title())?.[1] ?? 0);
+  await waitFor(page, 'the lesson to train', async () => (await step()) > 0);
+  await page.waitForTimeout(1000);
+  await page.screenshot({ path: join(artifacts, `${name}-lesson.png`) });
+  const title = await page.title();
+  if (!title.includes('rings')) throw new Error(`${name}: the lesson's run is not on the rings: ${title}`);
+  if (!page.url().includes('lesson=radial-rings')) {
+    throw new Error(`${name}: the address lost the lesson: ${page.url()}`);
+  }
+  return `a lesson's link opens it playing (step ${await step()})`;
 }
 
 /** The service worker is active with one cache, named for this build, that holds the wasm. */

@@ -28,11 +28,15 @@ use eframe::egui;
 use session::{Session, Start, Status};
 use settings::{Settings, TargetChoice};
 use views::Views;
-use web_time::Duration;
+use web_time::{Duration, Instant};
 
 /// A run with this many steps is not set aside by a change of settings
 /// without asking first.
 const ASK_AFTER_STEPS: usize = 1000;
+
+/// How long a lesson's run waits for a browser's answer to the GPU request
+/// before it plays anyway.
+const LESSON_WAIT: Duration = Duration::from_secs(3);
 
 /// Below this width (in points) the page takes its narrow layout.
 pub const NARROW_WIDTH: f32 = 700.0;
@@ -89,6 +93,9 @@ pub struct Playground {
     prefer_gpu: bool,
     /// the page's frame rate, for the readout
     frames_per_second: f64,
+    /// a lesson's run opened while the browser is still looking for a GPU:
+    /// it plays once the answer is in (so it starts there), or at this time
+    play_at: Option<Instant>,
 }
 
 impl Playground {
@@ -113,6 +120,7 @@ impl Playground {
             devices,
             prefer_gpu: true,
             frames_per_second: 0.0,
+            play_at: None,
         };
         playground.reset();
         playground
@@ -272,8 +280,30 @@ impl Playground {
         self.windows = Windows::default();
         self.settings = settings;
         self.reset();
+        // a browser answers the GPU request between frames, and a run moves
+        // to a GPU found late only before its first step (that move starts
+        // the run again, and the wait carries over to it)
+        if cfg!(target_arch = "wasm32") && self.devices.starting() {
+            self.play_at = Some(Instant::now() + LESSON_WAIT);
+        } else {
+            self.play();
+        }
+    }
+
+    /// Plays the run on screen.
+    fn play(&mut self) {
+        self.play_at = None;
         if let Some(session) = &mut self.session {
             session.status = Status::Running;
+        }
+    }
+
+    /// Plays a lesson's run once the GPU search is over, or its wait is.
+    fn play_when_settled(&mut self) {
+        if let Some(at) = self.play_at
+            && (!self.devices.starting() || Instant::now() >= at)
+        {
+            self.play();
         }
     }
 
@@ -406,6 +436,7 @@ impl Playground {
         self.take_files(ui.ctx());
         self.finish_screenshot(ui.ctx());
         self.adopt_gpu();
+        self.play_when_settled();
         self.survive_a_lost_gpu();
         if let Some(session) = &mut self.session {
             session.frame(budget);
