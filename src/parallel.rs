@@ -28,3 +28,52 @@ pub fn map_chunks<T: Sync, R: Send>(
         out
     })
 }
+
+/// The parts a training batch is split into, whatever the number of threads:
+/// summed in their order, the parts' gradients are then the same numbers on
+/// one thread or many, so a seeded run is the same run on any machine.
+pub const PARTS: usize = 8;
+
+/// Applies `f` to each of up to [`PARTS`] consecutive parts of `items` (each
+/// a multiple of `stride` long), the parts shared over up to `threads`
+/// threads; results come back in the parts' order. Where the parts fall does
+/// not depend on `threads`.
+pub fn map_parts<T: Sync, R: Send>(
+    items: &[T],
+    stride: usize,
+    threads: usize,
+    f: impl Fn(&[T]) -> R + Sync,
+) -> Vec<R> {
+    let stride = stride.max(1);
+    let rows = items.len() / stride;
+    let per = rows.div_ceil(PARTS.min(rows).max(1)).max(1) * stride;
+    let parts: Vec<&[T]> = items.chunks(per).collect();
+    map_chunks(&parts, 1, threads, |group| {
+        group.iter().map(|part| f(part)).collect::<Vec<R>>()
+    })
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_fall_in_the_same_places_on_any_number_of_threads() {
+        let items: Vec<u32> = (0..3 * 21).collect();
+        let bounds = |threads| map_parts(&items, 3, threads, |p| (p[0], p.len()));
+        let one = bounds(1);
+        assert_eq!(one.len(), 7, "21 rows in parts of 3 rows");
+        assert!(one.iter().all(|&(_, len)| len == 9));
+        for threads in [2, 3, 8, 64] {
+            assert_eq!(bounds(threads), one, "{threads} threads");
+        }
+        assert_eq!(
+            map_parts(&items[..0], 3, 4, |p| p.len()),
+            Vec::<usize>::new()
+        );
+        assert_eq!(map_parts(&items[..6], 3, 4, |p| p.len()), vec![3, 3]);
+    }
+}

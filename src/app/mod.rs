@@ -5,9 +5,11 @@
 //! Shared by both pages: [`host`] (a run's trainer on the CPU or in a GPU
 //! task: the one place that handshake is written), [`devices`] (the GPU,
 //! once found), [`query`] (settings from links), [`lessons`] (experiments a
-//! class can follow, on either page), [`widgets`] (colour maps and plots),
+//! class can follow, on either page), [`classroom`] (panels a link hides,
+//! the presenter's view), [`widgets`] (colour maps and plots),
 //! [`files`] (uploads and downloads) and [`web`] (the browser glue).
 
+pub mod classroom;
 pub mod devices;
 pub mod files;
 pub mod host;
@@ -19,6 +21,7 @@ pub mod rate;
 pub mod web;
 pub mod widgets;
 
+use classroom::{Classroom, PRESENTER_ZOOM, Panel};
 use devices::Devices;
 use eframe::egui;
 use lab::Phi4Lab;
@@ -61,6 +64,10 @@ pub struct PlaygroundApp {
     train_budget: Duration,
     /// the lesson on screen, if one is open
     lesson: Option<OpenLesson>,
+    /// the panels hidden, and whether the page presents
+    classroom: Classroom,
+    /// a link opened the presenter's view: its text size comes with the first frame
+    presenter_zoom_pending: bool,
 }
 
 impl PlaygroundApp {
@@ -110,6 +117,10 @@ impl PlaygroundApp {
         {
             app.warn(format!("The link's lesson={id} was not used: {why}."));
         }
+        app.classroom = Classroom::from_query(query);
+        // the presenter's text size, unless the link names its own
+        app.presenter_zoom_pending =
+            app.classroom.presenting && Appearance::from_query(query).zoom.is_none();
         app
     }
 
@@ -131,6 +142,8 @@ impl PlaygroundApp {
             query: String::new(),
             train_budget: TRAIN_BUDGET,
             lesson: None,
+            classroom: Classroom::default(),
+            presenter_zoom_pending: false,
         }
     }
 
@@ -185,6 +198,11 @@ impl PlaygroundApp {
     /// The lesson on screen, if one is open.
     pub fn lesson(&self) -> Option<&OpenLesson> {
         self.lesson.as_ref()
+    }
+
+    /// The panels hidden, and whether the page presents.
+    pub fn classroom(&self) -> &Classroom {
+        &self.classroom
     }
 
     /// Opens the lesson `id` (its link's name) at its start, on its page.
@@ -261,8 +279,11 @@ impl PlaygroundApp {
         }
     }
 
-    /// The switch between the pages, at the top.
+    /// The switch between the pages, at the top (unless a link hides it).
     fn page_switch_ui(&mut self, ui: &mut egui::Ui) {
+        if !self.classroom.shows(Panel::Pages) {
+            return;
+        }
         egui::Panel::top("pages").show(ui, |ui| {
             // wrapped: on a phone the lessons and the text size go to a second row
             ui.horizontal_wrapped(|ui| {
@@ -284,8 +305,52 @@ impl PlaygroundApp {
                 self.lessons_menu_ui(ui);
                 ui.separator();
                 Self::text_size_ui(ui);
+                ui.separator();
+                self.present_ui(ui);
             });
         });
+    }
+
+    /// "Present": large type for a projector, the controls folded into a
+    /// run bar; again, back to the normal page.
+    fn present_ui(&mut self, ui: &mut egui::Ui) {
+        let presenting = self.classroom.presenting;
+        if ui
+            .selectable_label(presenting, "Present")
+            .on_hover_text(
+                "Large type for a projector, the settings folded into a run bar \
+                 (the link keeps it: present=on; hide=controls,curves,target,pages hides panels).",
+            )
+            .clicked()
+        {
+            self.set_presenting(ui.ctx(), !presenting);
+        }
+    }
+
+    /// Starts or ends the presenter's view, with its text size.
+    fn set_presenting(&mut self, ctx: &egui::Context, on: bool) {
+        self.classroom.set_presenting(on);
+        let zoom = ctx.zoom_factor();
+        if on && zoom < PRESENTER_ZOOM {
+            ctx.set_zoom_factor(PRESENTER_ZOOM);
+        } else if !on && zoom >= PRESENTER_ZOOM {
+            ctx.set_zoom_factor(1.0);
+        }
+    }
+
+    /// Esc shows every panel and ends the presenter's view; a link's
+    /// presenter's view gets its text size.
+    fn classroom_keys(&mut self, ui: &egui::Ui) {
+        if std::mem::take(&mut self.presenter_zoom_pending) {
+            ui.ctx().set_zoom_factor(PRESENTER_ZOOM);
+        }
+        if self.classroom != Classroom::default() && ui.input(|i| i.key_pressed(egui::Key::Escape))
+        {
+            if self.classroom.presenting {
+                self.set_presenting(ui.ctx(), false);
+            }
+            self.classroom.show_all();
+        }
     }
 
     /// Counts a frame for the frame rate.
@@ -305,7 +370,11 @@ impl PlaygroundApp {
             Some(open) => format!("&{}={}", query::LESSON_KEY, open.lesson.id),
             None => String::new(),
         };
-        format!("{page}{lesson}{}", Appearance::of(ctx).to_query())
+        format!(
+            "{page}{lesson}{}{}",
+            self.classroom.to_query(),
+            Appearance::of(ctx).to_query()
+        )
     }
 
     /// Keeps the address bar on what the page shows (replacing the history
@@ -378,6 +447,7 @@ impl eframe::App for PlaygroundApp {
             // the browser answers the GPU request between frames
             ui.ctx().request_repaint_after(Duration::from_millis(100));
         }
+        self.classroom_keys(ui);
         self.page_switch_ui(ui);
         // before the page's own panels, so the lesson stands beside them
         self.lesson_ui(ui);
@@ -391,10 +461,10 @@ impl eframe::App for PlaygroundApp {
             (self.train_budget, TRAIN_BUDGET)
         };
         match (self.page, &mut self.lab) {
-            (Page::Phi4Lab, Some(lab)) => lab.ui(ui, lab_budget),
+            (Page::Phi4Lab, Some(lab)) => lab.ui(ui, lab_budget, &mut self.classroom),
             _ => {
                 let fps = self.frame_meter.per_second();
-                self.playground.ui(ui, budget, fps)
+                self.playground.ui(ui, budget, fps, &mut self.classroom)
             }
         }
         self.update_title();

@@ -2,6 +2,7 @@
 //! used when it is valid, and the rest are named, so a malformed link still
 //! opens a working page and says what it ignored.
 
+use super::classroom::Classroom;
 use eframe::egui;
 use std::fmt::Display;
 
@@ -9,7 +10,7 @@ use std::fmt::Display;
 pub type Entry = Result<(), String>;
 
 /// The `(entry, key, value)` of each `key=value` entry of a URL query.
-fn entries(query: &str) -> impl Iterator<Item = (&str, &str, &str)> {
+pub fn entries(query: &str) -> impl Iterator<Item = (&str, &str, &str)> {
     query
         .trim_start_matches('?')
         .split('&')
@@ -23,13 +24,15 @@ fn entries(query: &str) -> impl Iterator<Item = (&str, &str, &str)> {
 /// Hands each `key=value` entry of a URL query to `apply`, which uses it or
 /// says why not; returns the entries it did not use, each with the reason
 /// (`lr=1 (out of range: 0.0001 to 0.1)`). The app's own entries (the
-/// [`Appearance`]) are checked here, for every page, and not handed on.
+/// [`Appearance`] and the [`Classroom`]) are checked here, for every page,
+/// and not handed on.
 pub fn apply_query(query: &str, mut apply: impl FnMut(&str, &str) -> Entry) -> Vec<String> {
     entries(query)
         .filter(|(_, key, _)| *key != LESSON_KEY)
         .filter_map(|(pair, key, value)| {
             let entry = Appearance::default()
                 .apply(key, value)
+                .or_else(|| Classroom::default().apply(key, value))
                 .unwrap_or_else(|| apply(key, value));
             entry.err().map(|why| format!("{pair} ({why})"))
         })

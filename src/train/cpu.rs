@@ -1,4 +1,4 @@
-//! The CPU trainer: the batch split over threads, each part's loss and
+//! The CPU trainer: the batch split into fixed parts over threads, each part's loss and
 //! gradient by the flows' reverse mode, summed, then Adam.
 
 use super::adam::Adam;
@@ -75,12 +75,14 @@ impl<T: Real> CpuTrainer<T> {
         &self.model
     }
 
-    /// Splits the batch over threads; each computes its part's loss sum and gradient.
+    /// Splits the batch into fixed parts shared over the threads; each part's
+    /// loss sum and gradient are summed in the parts' order, so the thread
+    /// count does not change the numbers.
     fn loss_and_grad(&self, inputs: &[T]) -> (f64, Vec<T>) {
         let flow = self.model.as_flow();
         let d = flow.dim();
         let n = inputs.len() / d;
-        let parts = crate::parallel::map_chunks(inputs, d, self.settings.threads, |chunk| {
+        let parts = crate::parallel::map_parts(inputs, d, self.settings.threads, |chunk| {
             part_loss_grad(flow, &self.target, self.settings.loss, chunk, n)
         });
         let mut grad = vec![T::zero(); flow.n_params()];

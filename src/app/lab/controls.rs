@@ -124,7 +124,8 @@ impl Phi4Lab {
         }
     }
 
-    fn buttons_ui(&mut self, ui: &mut egui::Ui) {
+    /// Play or pause, and reset (also the run bar's, when the controls are hidden).
+    pub(super) fn run_buttons_ui(&mut self, ui: &mut egui::Ui) {
         ui.horizontal(|ui| {
             let play = if self.running { "Pause" } else { "Play" };
             if ui.button(play).on_hover_text("space").clicked() {
@@ -134,6 +135,10 @@ impl Phi4Lab {
                 self.reset();
             }
         });
+    }
+
+    fn buttons_ui(&mut self, ui: &mut egui::Ui) {
+        self.run_buttons_ui(ui);
         if ui
             .button("Compare: affine vs analytic vs Z2")
             .on_hover_text(

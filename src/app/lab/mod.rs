@@ -16,6 +16,7 @@ pub mod run;
 pub mod settings;
 pub mod views;
 
+use super::classroom::{Classroom, Panel, run_bar_ui};
 use super::devices::Devices;
 use super::files::ViewSaver;
 use super::host::{CpuReason, GpuOffer, HostSpec};
@@ -429,7 +430,7 @@ impl Phi4Lab {
     }
 
     /// One frame of the lab: input, training, then its panels.
-    pub fn ui(&mut self, ui: &mut egui::Ui, budget: Duration) {
+    pub fn ui(&mut self, ui: &mut egui::Ui, budget: Duration, classroom: &mut Classroom) {
         if let Some(done) = self.saver.finish(ui.ctx()) {
             self.notice = Some(done);
         }
@@ -441,15 +442,21 @@ impl Phi4Lab {
         } else if self.runs.iter().any(|r| r.host.busy()) {
             ui.ctx().request_repaint_after(Duration::from_millis(50));
         }
-        egui::Panel::left("controls")
-            .resizable(false)
-            .default_size(260.0)
-            .show(ui, |ui| {
-                egui::ScrollArea::vertical().show(ui, |ui| self.controls_ui(ui));
-            });
-        egui::Panel::bottom("loss")
-            .default_size(150.0)
-            .show(ui, |ui| self.curves_ui(ui));
+        if classroom.shows(Panel::Controls) {
+            egui::Panel::left("controls")
+                .resizable(false)
+                .default_size(260.0)
+                .show(ui, |ui| {
+                    egui::ScrollArea::vertical().show(ui, |ui| self.controls_ui(ui));
+                });
+        } else {
+            run_bar_ui(ui, classroom, |ui| self.run_buttons_ui(ui));
+        }
+        if classroom.shows(Panel::Curves) {
+            egui::Panel::bottom("loss")
+                .default_size(150.0)
+                .show(ui, |ui| self.curves_ui(ui));
+        }
         let views = egui::CentralPanel::default().show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| self.views_ui(ui))
         });

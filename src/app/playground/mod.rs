@@ -18,6 +18,7 @@ pub mod session;
 pub mod settings;
 pub mod views;
 
+use super::classroom::{Classroom, Panel, run_bar_ui};
 use super::devices::Devices;
 use super::files::UploadSlot;
 use super::host::CpuReason;
@@ -430,7 +431,13 @@ impl Playground {
     }
 
     /// One frame of the playground: input, training, then its panels and windows.
-    pub fn ui(&mut self, ui: &mut egui::Ui, budget: Duration, frames_per_second: f64) {
+    pub fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        budget: Duration,
+        frames_per_second: f64,
+        classroom: &mut Classroom,
+    ) {
         self.frames_per_second = frames_per_second;
         self.keyboard(ui);
         self.take_files(ui.ctx());
@@ -453,9 +460,9 @@ impl Playground {
         let area = ui.available_rect_before_wrap();
         self.narrow = ui.available_width() < NARROW_WIDTH;
         if self.narrow {
-            self.narrow_ui(ui);
+            self.narrow_ui(ui, classroom);
         } else {
-            self.wide_ui(ui);
+            self.wide_ui(ui, classroom);
         }
         let ctx = ui.ctx().clone();
         self.help_ui(&ctx, area);
@@ -466,24 +473,55 @@ impl Playground {
     }
 
     /// A wide screen: the controls at the left, the loss curves at the
-    /// bottom, the views in the middle.
-    fn wide_ui(&mut self, ui: &mut egui::Ui) {
-        egui::Panel::left("controls")
-            .resizable(false)
-            .default_size(260.0)
-            .show(ui, |ui| {
-                egui::ScrollArea::vertical().show(ui, |ui| self.controls_ui(ui));
-            });
-        egui::Panel::bottom("loss")
-            .default_size(150.0)
-            .show(ui, |ui| self.curves_ui(ui));
-        egui::CentralPanel::default().show(ui, |ui| self.views_ui(ui));
+    /// bottom, the views in the middle (less what a classroom link hides).
+    fn wide_ui(&mut self, ui: &mut egui::Ui, classroom: &mut Classroom) {
+        if classroom.shows(Panel::Controls) {
+            egui::Panel::left("controls")
+                .resizable(false)
+                .default_size(260.0)
+                .show(ui, |ui| {
+                    egui::ScrollArea::vertical().show(ui, |ui| self.controls_ui(ui));
+                });
+        } else {
+            run_bar_ui(ui, classroom, |ui| self.run_buttons_ui(ui));
+        }
+        if classroom.shows(Panel::Curves) {
+            egui::Panel::bottom("loss")
+                .default_size(150.0)
+                .show(ui, |ui| self.curves_ui(ui));
+        }
+        let show_target = classroom.shows(Panel::Target);
+        egui::CentralPanel::default().show(ui, |ui| self.views_ui(ui, show_target));
     }
 
     /// A narrow screen (a phone): the run's buttons at the top with the
     /// controls in a drawer under them, and the views and curves stacked in
     /// one scrolling column, so every view can be reached.
-    fn narrow_ui(&mut self, ui: &mut egui::Ui) {
+    fn narrow_ui(&mut self, ui: &mut egui::Ui, classroom: &mut Classroom) {
+        if !classroom.shows(Panel::Controls) {
+            self.drawer_open = false;
+            run_bar_ui(ui, classroom, |ui| self.run_buttons_ui(ui));
+        } else {
+            self.drawer_ui(ui);
+        }
+        let (show_target, show_curves) = (
+            classroom.shows(Panel::Target),
+            classroom.shows(Panel::Curves),
+        );
+        egui::CentralPanel::default().show(ui, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                self.views_ui(ui, show_target);
+                if show_curves {
+                    ui.separator();
+                    self.curves_ui(ui);
+                }
+            });
+        });
+    }
+
+    /// The phone's drawer: "Controls" and the run's buttons, the controls
+    /// under them when open.
+    fn drawer_ui(&mut self, ui: &mut egui::Ui) {
         let drawer_height = 0.6 * ui.available_height();
         // sized to its content every frame: open, it grows; closed, it is one row
         egui::Panel::top("drawer").resizable(false).show(ui, |ui| {
@@ -504,13 +542,6 @@ impl Playground {
                     .min_scrolled_height(drawer_height)
                     .show(ui, |ui| self.controls_ui(ui));
             }
-        });
-        egui::CentralPanel::default().show(ui, |ui| {
-            egui::ScrollArea::vertical().show(ui, |ui| {
-                self.views_ui(ui);
-                ui.separator();
-                self.curves_ui(ui);
-            });
         });
     }
 

@@ -136,7 +136,7 @@ impl Views {
 impl Playground {
     /// The central panel: the messages, then the model and target views (side
     /// by side, or one above the other on a narrow screen).
-    pub(super) fn views_ui(&mut self, ui: &mut egui::Ui) {
+    pub(super) fn views_ui(&mut self, ui: &mut egui::Ui, show_target: bool) {
         self.messages_ui(ui);
         let Some(session) = &self.session else {
             return;
@@ -145,10 +145,12 @@ impl Playground {
         let target_texture = self.views.target_texture(ui.ctx(), session);
         let available = ui.available_size();
         let narrow = self.narrow;
+        // without the target (a classroom link), the model's view takes the row
+        let across = if show_target { 2.0 } else { 1.0 };
         let side = if narrow {
             (available.x - 80.0).max(120.0)
         } else {
-            ((available.x - 110.0) / 2.0)
+            ((available.x - 110.0) / across)
                 .min(available.y - 30.0)
                 .max(120.0)
         };
@@ -179,11 +181,15 @@ impl Playground {
         };
         if narrow {
             ui.horizontal(|ui| model_view(ui, &mut rects));
-            target_view(ui, &mut rects);
+            if show_target {
+                target_view(ui, &mut rects);
+            }
         } else {
             ui.horizontal(|ui| {
                 model_view(ui, &mut rects);
-                target_view(ui, &mut rects);
+                if show_target {
+                    target_view(ui, &mut rects);
+                }
             });
         }
         self.views.rects.extend(rects);
