@@ -253,9 +253,10 @@ async function measureLab(page, base, name) {
   return { stepsPerSecond: (end.step - start.step) / seconds, fps: frames.n / (frames.ms / 1000), ess, step: end.step, msPerStep, device: labDevice };
 }
 
-/** Opens a lesson from its link: its run plays at once, on the rings, and the address keeps naming it. */
+/** Opens a lesson from a classroom link: its run plays at once, on the rings, and the address keeps the lesson and the classroom mode. */
 async function openLesson(page, base, name) {
-  await page.goto(`${base}/?lesson=radial-rings`);
+  // a classroom link: the presenter's view, the curves and the top bar hidden
+  await page.goto(`${base}/?lesson=radial-rings&present=on&hide=curves,pages`);
   const step = async () => Number(/step (\d+)/.exec(await page.title())?.[1] ?? 0);
   await waitFor(page, 'the lesson to train', async () => (await step()) > 0);
   await page.waitForTimeout(1000);
@@ -265,7 +266,10 @@ async function openLesson(page, base, name) {
   if (!page.url().includes('lesson=radial-rings')) {
     throw new Error(`${name}: the address lost the lesson: ${page.url()}`);
   }
-  return `a lesson's link opens it playing (step ${await step()})`;
+  if (!page.url().includes('present=on&hide=curves,pages')) {
+    throw new Error(`${name}: the address lost the classroom mode: ${page.url()}`);
+  }
+  return `a classroom link opens its lesson playing, presenting, curves and top bar hidden (step ${await step()})`;
 }
 
 /** The service worker is active with one cache, named for this build, that holds the wasm. */
