@@ -142,10 +142,12 @@ fn a_classroom_link_opens_its_lesson_with_its_panels_hidden() {
 
 #[test]
 fn the_lab_hides_what_a_link_names() {
-    let mut h = harness("lab=phi4&hide=controls,curves");
+    let mut h = harness("lab=phi4&hide=controls,curves,axes");
     h.run_steps(3);
     assert_eq!(h.state().page(), Page::Phi4Lab);
     assert!(h.query_by_label("phi^4 lattice lab").is_none());
+    // its message, which the controls hold, stands above the views
+    h.get_by_label_contains("'axes' not a panel");
     h.get_by_label("Play").click();
     h.run_steps(3);
     assert!(h.state().lab().unwrap().runs[0].steps() > 0);

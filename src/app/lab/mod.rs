@@ -20,6 +20,7 @@ use super::classroom::{Classroom, Panel, run_bar_ui};
 use super::devices::Devices;
 use super::files::ViewSaver;
 use super::host::{CpuReason, GpuOffer, HostSpec};
+use super::widgets::notes::dismissable_warning_ui;
 use crate::bijection::Family;
 use crate::gpu::GpuContext;
 use crate::mcmc::hmc::HmcSettings;
@@ -457,7 +458,12 @@ impl Phi4Lab {
                 .default_size(150.0)
                 .show(ui, |ui| self.curves_ui(ui));
         }
+        let show_controls = classroom.shows(Panel::Controls);
         let views = egui::CentralPanel::default().show(ui, |ui| {
+            if !show_controls {
+                // the controls hold the lab's messages: above the views instead
+                dismissable_warning_ui(ui, &mut self.message);
+            }
             egui::ScrollArea::vertical().show(ui, |ui| self.views_ui(ui))
         });
         if std::mem::take(&mut self.save_asked) {
