@@ -29,15 +29,21 @@ pub fn map_chunks<T: Sync, R: Send>(
     })
 }
 
-/// The parts a training batch is split into, whatever the number of threads:
-/// summed in their order, the parts' gradients are then the same numbers on
-/// one thread or many, so a seeded run is the same run on any machine.
+/// The fewest parts a training batch is split into, whatever the number of
+/// threads: summed in their order, the parts' gradients are then the same
+/// numbers on one thread or many, so a seeded run is the same run on any
+/// machine.
 pub const PARTS: usize = 8;
 
-/// Applies `f` to each of up to [`PARTS`] consecutive parts of `items` (each
-/// a multiple of `stride` long), the parts shared over up to `threads`
-/// threads; results come back in the parts' order. Where the parts fall does
-/// not depend on `threads`.
+/// Rows a part holds at most beyond [`PARTS`] parts, so a large batch still
+/// has parts for every core of a large machine.
+pub const PART_ROWS: usize = 64;
+
+/// Applies `f` to each of the consecutive parts of `items` (each a multiple
+/// of `stride` long: at least [`PARTS`] parts, more for batches over
+/// [`PARTS`] x [`PART_ROWS`] rows), the parts shared over up to `threads`
+/// threads; results come back in the parts' order. Where the parts fall
+/// depends on the number of rows only, never on `threads`.
 pub fn map_parts<T: Sync, R: Send>(
     items: &[T],
     stride: usize,
@@ -46,7 +52,8 @@ pub fn map_parts<T: Sync, R: Send>(
 ) -> Vec<R> {
     let stride = stride.max(1);
     let rows = items.len() / stride;
-    let per = rows.div_ceil(PARTS.min(rows).max(1)).max(1) * stride;
+    let parts = PARTS.max(rows.div_ceil(PART_ROWS)).min(rows).max(1);
+    let per = (rows.div_ceil(parts) * stride).max(1);
     let parts: Vec<&[T]> = items.chunks(per).collect();
     map_chunks(&parts, 1, threads, |group| {
         group.iter().map(|part| f(part)).collect::<Vec<R>>()
@@ -74,6 +81,12 @@ mod tests {
             map_parts(&items[..0], 3, 4, |p| p.len()),
             Vec::<usize>::new()
         );
+        // a large batch: parts of at most 64 rows, for many cores
+        let rows: Vec<u8> = vec![0; 1000];
+        let lens = map_parts(&rows, 1, 3, |p| p.len());
+        assert_eq!(lens.len(), 16);
+        assert_eq!(lens.iter().sum::<usize>(), 1000);
+        assert_eq!(map_parts(&rows, 1, 16, |p| p.len()), lens);
         assert_eq!(map_parts(&items[..6], 3, 4, |p| p.len()), vec![3, 3]);
     }
 }
