@@ -143,6 +143,37 @@ impl Classroom {
     }
 }
 
+/// One of a page's panels, drawn by the page.
+pub type PanelUi<P> = fn(&mut P, &mut egui::Ui);
+
+/// A page's panels around its views, less what the classroom hides: the
+/// settings at the left (or, hidden, the run bar at the top) and the curves
+/// at the bottom. Both pages lay them out here.
+pub fn side_panels_ui<P>(
+    ui: &mut egui::Ui,
+    classroom: &mut Classroom,
+    page: &mut P,
+    controls: PanelUi<P>,
+    run_buttons: PanelUi<P>,
+    curves: PanelUi<P>,
+) {
+    if classroom.shows(Panel::Controls) {
+        egui::Panel::left("controls")
+            .resizable(false)
+            .default_size(260.0)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| controls(page, ui));
+            });
+    } else {
+        run_bar_ui(ui, classroom, |ui| run_buttons(page, ui));
+    }
+    if classroom.shows(Panel::Curves) {
+        egui::Panel::bottom("loss")
+            .default_size(150.0)
+            .show(ui, |ui| curves(page, ui));
+    }
+}
+
 /// The one-line bar that stands in for hidden controls: the page's run
 /// buttons, and "Controls" to show the settings again.
 pub fn run_bar_ui(

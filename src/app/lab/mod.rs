@@ -16,7 +16,7 @@ pub mod run;
 pub mod settings;
 pub mod views;
 
-use super::classroom::{Classroom, Panel, run_bar_ui};
+use super::classroom::{Classroom, Panel, side_panels_ui};
 use super::devices::Devices;
 use super::files::ViewSaver;
 use super::host::{CpuReason, GpuOffer, HostSpec};
@@ -443,21 +443,14 @@ impl Phi4Lab {
         } else if self.runs.iter().any(|r| r.host.busy()) {
             ui.ctx().request_repaint_after(Duration::from_millis(50));
         }
-        if classroom.shows(Panel::Controls) {
-            egui::Panel::left("controls")
-                .resizable(false)
-                .default_size(260.0)
-                .show(ui, |ui| {
-                    egui::ScrollArea::vertical().show(ui, |ui| self.controls_ui(ui));
-                });
-        } else {
-            run_bar_ui(ui, classroom, |ui| self.run_buttons_ui(ui));
-        }
-        if classroom.shows(Panel::Curves) {
-            egui::Panel::bottom("loss")
-                .default_size(150.0)
-                .show(ui, |ui| self.curves_ui(ui));
-        }
+        side_panels_ui(
+            ui,
+            classroom,
+            self,
+            Self::controls_ui,
+            Self::run_buttons_ui,
+            Self::curves_ui,
+        );
         let show_controls = classroom.shows(Panel::Controls);
         let views = egui::CentralPanel::default().show(ui, |ui| {
             if !show_controls {

@@ -18,7 +18,7 @@ pub mod session;
 pub mod settings;
 pub mod views;
 
-use super::classroom::{Classroom, Panel, run_bar_ui};
+use super::classroom::{Classroom, Panel, run_bar_ui, side_panels_ui};
 use super::devices::Devices;
 use super::files::UploadSlot;
 use super::host::CpuReason;
@@ -475,21 +475,14 @@ impl Playground {
     /// A wide screen: the controls at the left, the loss curves at the
     /// bottom, the views in the middle (less what a classroom link hides).
     fn wide_ui(&mut self, ui: &mut egui::Ui, classroom: &mut Classroom) {
-        if classroom.shows(Panel::Controls) {
-            egui::Panel::left("controls")
-                .resizable(false)
-                .default_size(260.0)
-                .show(ui, |ui| {
-                    egui::ScrollArea::vertical().show(ui, |ui| self.controls_ui(ui));
-                });
-        } else {
-            run_bar_ui(ui, classroom, |ui| self.run_buttons_ui(ui));
-        }
-        if classroom.shows(Panel::Curves) {
-            egui::Panel::bottom("loss")
-                .default_size(150.0)
-                .show(ui, |ui| self.curves_ui(ui));
-        }
+        side_panels_ui(
+            ui,
+            classroom,
+            self,
+            Self::controls_ui,
+            Self::run_buttons_ui,
+            Self::curves_ui,
+        );
         let show_target = classroom.shows(Panel::Target);
         egui::CentralPanel::default().show(ui, |ui| self.views_ui(ui, show_target));
     }
