@@ -3,7 +3,8 @@
 # what it needs first: formatting, clippy (warnings denied, native and wasm32),
 # the library's wasm32 build without the GPU (the CPU fallback), every native
 # test (the GPU kernels' on Mesa's lavapipe Vulkan driver where there is no GPU,
-# the app's panels through egui's kittest), the browser check of the kernels
+# the app's panels through egui's kittest, exported bijx scripts run against
+# bijx itself in a Python virtual environment), the browser check of the kernels
 # under WebGPU in headless Chromium, and the built page end to end in headless
 # Chromium with WebGPU on and off (screenshots in web/artifacts/).
 set -euo pipefail
@@ -22,6 +23,8 @@ ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || apt_install mesa-vul
 ensure_apt chromium:chromium chromedriver:chromium-driver node:nodejs npm:npm
 ensure_wasm_bindgen
 ensure_trunk
+# bijx 1.3.2 with jax and flax, for the exported scripts' round trip
+ensure_bijx_venv
 
 # wgpu warns without a runtime directory; any private one will do.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"

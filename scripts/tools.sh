@@ -57,3 +57,19 @@ ensure_apt() {
         apt_install "${missing[@]}"
     fi
 }
+
+# Python with the authors' JAX library, for the test that runs exported bijx
+# scripts (tests/bijx_export.rs). The same pins as PIP_INSTALL in
+# src/run/bijx_script.rs (a test checks they agree).
+BIJX_PACKAGES="bijx==1.3.2 jax==0.10.2 jaxlib==0.10.2 flax==0.12.8"
+BIJX_VENV=target/venv-bijx
+
+ensure_bijx_venv() {
+    if ! "$BIJX_VENV/bin/python" -c "import bijx, jax, flax; assert (bijx.__version__, jax.__version__, flax.__version__) == ('1.3.2', '0.10.2', '0.12.8')" 2>/dev/null; then
+        step "installing $BIJX_PACKAGES in $BIJX_VENV"
+        ensure_apt python3:python3
+        python3 -m venv "$BIJX_VENV" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$BIJX_VENV"; }
+        "$BIJX_VENV/bin/pip" install --quiet --disable-pip-version-check $BIJX_PACKAGES
+    fi
+    export BIJX_PYTHON="$PWD/$BIJX_VENV/bin/python"
+}

@@ -175,6 +175,10 @@ fn the_affine_lesson_diverges_where_the_analytic_map_trains() {
         "{stopped:?} after {} steps",
         steps(&h)
     );
+    // a diverged run is not exported to bijx: the reason, and the way back
+    h.get_by_label("Export as Python (bijx)").click();
+    h.run_steps(2);
+    h.get_by_label_contains("Cannot export as Python: the run stopped");
     let analytic = Settings {
         family: Family::CubicRational,
         ..settings.clone()

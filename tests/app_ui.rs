@@ -334,6 +334,27 @@ fn a_model_exports_and_imports_and_views_save_as_png() {
         trained.as_flow().params(),
         "the imported parameters differ"
     );
+    // the same model as a Python script for bijx, which checks itself there
+    // (run when the test command's bijx is at hand: tests/bijx_export.rs)
+    h.get_by_label("Export as Python (bijx)").click();
+    h.run_steps(2);
+    h.get_by_label_contains("flowplay-rings-step3-bijx.py (run it with Python and bijx 1.3.2");
+    let script = std::fs::read_to_string(dir.join("flowplay-rings-step3-bijx.py")).unwrap();
+    assert!(script.contains("trained in the playground on rings for 3 steps"));
+    assert!(script.contains("An angle-dependent radial flow"));
+    if let Ok(python) = std::env::var("BIJX_PYTHON") {
+        let out = std::process::Command::new(python)
+            .arg(dir.join("flowplay-rings-step3-bijx.py"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("bijx agrees with flowplay"), "{stdout}");
+    }
     // a PNG of the density view
     h.get_by_label("density").click();
     h.run_steps(5);

@@ -595,13 +595,110 @@ fn oversized_runs_are_refused_before_they_start() {
     );
 }
 
+/// `flowplay export`: a training report (or its bare model) becomes a bijx
+/// script naming where it came from; stdout without --out; bad input is one
+/// line and exit 1 (tests/bijx_export.rs runs such scripts against bijx).
+#[test]
+fn export_writes_a_bijx_script_of_a_trained_model() {
+    let dir = std::env::temp_dir().join(format!("flowplay-export-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let report = dir.join("report.json");
+    let (code, _, err) = run(&[
+        "train",
+        "--target",
+        "rings",
+        "--flow",
+        "radial",
+        "--family",
+        "sinh",
+        "--stack",
+        "4",
+        "--steps",
+        "20",
+        "--batch",
+        "64",
+        "--eval-samples",
+        "500",
+        "--quiet",
+        "--out",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let script = dir.join("rings.py");
+    let (code, stdout, err) = run(&[
+        "export",
+        "--model",
+        report.to_str().unwrap(),
+        "--format",
+        "bijx",
+        "--out",
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(err.contains("24 parameters, checked at 12 points"), "{err}");
+    let text = std::fs::read_to_string(&script).unwrap();
+    assert!(
+        text.contains("A radial flow in 2D, 4 sinh maps on every ray"),
+        "{text}"
+    );
+    assert!(text.contains("trained on rings for 20 steps"), "{text}");
+    // The bare model to stdout: the same script but for where it was read from.
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let bare = temp("bare-model.json", &v["model"].to_string());
+    let (code, stdout, err) = run(&["export", "--model", bare.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let strip = |t: &str| t.lines().skip(5).collect::<Vec<_>>().join("\n");
+    assert_eq!(strip(&stdout), strip(&text));
+
+    let spline = dir.join("spline.json");
+    let (code, _, err) = run(&[
+        "train",
+        "--flow",
+        "radial",
+        "--family",
+        "spline",
+        "--stack",
+        "2",
+        "--steps",
+        "2",
+        "--eval-samples",
+        "100",
+        "--quiet",
+        "--out",
+        spline.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run(&["export", "--model", spline.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("flowplay export: error: the spline family has no counterpart in bijx"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["export", "--model", "/nonexistent.json"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("cannot read model file '/nonexistent.json'"),
+        "{err}"
+    );
+    let (code, _, err) = run(&[
+        "export",
+        "--model",
+        bare.to_str().unwrap(),
+        "--format",
+        "onnx",
+    ]);
+    assert_eq!(code, 2, "{err}");
+}
+
 /// Every command and subcommand answers --help and -h with its options, and
 /// the tool its version; no command needs a value to show its help.
 #[test]
 fn every_command_has_help_and_the_tool_a_version() {
-    let commands: [&[&str]; 7] = [
+    let commands: [&[&str]; 8] = [
         &[],
         &["eval"],
+        &["export"],
         &["train"],
         &["bench"],
         &["phi4"],

@@ -1,4 +1,4 @@
-//! The `flowplay` command-line tool: `eval`, `train`, `bench` and `phi4`,
+//! The `flowplay` command-line tool: `eval`, `train`, `bench`, `phi4` and `export`,
 //! parsed by clap (`--help` and `-h` on every command, `--version`).
 //!
 //! A mistake in the arguments is clap's message and exit code 2; a failure
@@ -7,6 +7,7 @@
 
 pub mod bench;
 pub mod eval;
+pub mod export;
 pub mod phi4;
 pub mod train;
 
@@ -43,6 +44,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Flows on the phi^4 lattice field, the HMC reference, and their comparison.
     Phi4(Box<phi4::Phi4Args>),
+    /// A trained model as a Python script that rebuilds it in bijx and checks it.
+    Export(export::ExportArgs),
 }
 
 /// Runs the tool on `argv` (without the program name); returns the exit code.
@@ -61,6 +64,7 @@ pub fn main(argv: &[String]) -> i32 {
         Command::Train(args) => ("train", train::run(*args)),
         Command::Bench(args) => ("bench", bench::run(args)),
         Command::Phi4(args) => ("phi4", phi4::run(*args)),
+        Command::Export(args) => ("export", export::run(args)),
     };
     match result {
         Ok(()) => 0,

@@ -1,9 +1,11 @@
 //! Runs as the command line and the page start them: the backend a run
 //! trains on ([`backend`]), its JSON report ([`report`]), the model file both
-//! read and write ([`model_file`]), a phi^4 flow run ([`phi4`]), and the
-//! sizes and memory a run may ask for ([`limits`]).
+//! read and write ([`model_file`]), a model as a bijx script ([`bijx_script`]),
+//! a phi^4 flow run ([`phi4`]), and the sizes and memory a run may ask for
+//! ([`limits`]).
 
 pub mod backend;
+pub mod bijx_script;
 pub mod limits;
 pub mod model_file;
 pub mod phi4;

@@ -165,6 +165,27 @@ impl Phi4Lab {
         {
             self.save_asked = true;
         }
+        let mut export = None;
+        for (k, run) in self.runs.iter().enumerate() {
+            let text = if self.runs.len() == 1 {
+                "Export as Python (bijx)".to_string()
+            } else {
+                format!("Export {} as Python (bijx)", run.label)
+            };
+            if ui
+                .button(text)
+                .on_hover_text(
+                    "A Python script that rebuilds this flow, with its trained parameters, in \
+                     bijx (the paper's JAX library) and checks that it gives the same densities.",
+                )
+                .clicked()
+            {
+                export = Some(k);
+            }
+        }
+        if let Some(k) = export {
+            self.export_bijx_script(k);
+        }
     }
 
     /// Each stopped run's reason, and the way to go on from its last good state.

@@ -18,7 +18,7 @@ pub mod views;
 
 use super::classroom::{Classroom, Panel, side_panels_ui};
 use super::devices::Devices;
-use super::files::ViewSaver;
+use super::files::{self, ViewSaver};
 use super::host::{CpuReason, GpuOffer, HostSpec};
 use super::widgets::notes::dismissable_warning_ui;
 use crate::bijection::Family;
@@ -28,6 +28,7 @@ use crate::phi4::design::Design;
 use crate::phi4::estimates::{estimate_from_samples, flow_samples};
 use crate::phi4::reference::{Phi4Reference, reference};
 use crate::rng::Rng;
+use crate::run::bijx_script::bijx_script;
 use crate::target::Target;
 use crate::target::phi4::Phi4;
 use crate::train::config::{Precision, RunConfig, initial_model};
@@ -380,6 +381,42 @@ impl Phi4Lab {
         match self.runs[k].resume() {
             Ok(()) => self.running = true,
             Err(e) => self.message = Some(format!("{}: {e}", self.runs[k].label)),
+        }
+    }
+
+    /// Saves run `k`'s model as a Python script that rebuilds it in bijx and
+    /// checks it there: the current model on the CPU, the last checkpoint on
+    /// the GPU (whose model stays on the device); a diverged model is refused.
+    fn export_bijx_script(&mut self, k: usize) {
+        let run = &self.runs[k];
+        if let Some(why) = &run.stopped {
+            self.message = Some(format!(
+                "{}: cannot export as Python: the run stopped ({why}). Go on from its last good state first.",
+                run.label
+            ));
+            return;
+        }
+        let Some((step, model)) = run.host.model().or_else(|| run.host.checkpoint().cloned())
+        else {
+            self.notice = Some("No model to export yet; train a few steps first.".into());
+            return;
+        };
+        let s = self.applied.as_ref().unwrap_or(&self.settings);
+        let origin = format!(
+            "trained in the phi^4 lab ({}) at L = {}, m^2 = {}, lambda = {} for {step} steps",
+            run.label, s.size, s.m2, s.lambda
+        );
+        match bijx_script(&model, &origin) {
+            Ok(script) => {
+                let name = format!("flowplay-phi4-L{}-step{step}-bijx.py", s.size);
+                self.notice = Some(
+                    match files::save(&name, "text/x-python", script.as_bytes()) {
+                        Ok(done) => format!("{done} (run it with Python and bijx 1.3.2)."),
+                        Err(e) => e,
+                    },
+                );
+            }
+            Err(e) => self.message = Some(format!("{}: cannot export as Python: {e}.", run.label)),
         }
     }
 

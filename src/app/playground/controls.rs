@@ -202,6 +202,13 @@ impl Playground {
                 self.pick_file(".json,application/json");
             }
         });
+        if ui
+            .button("Export as Python (bijx)")
+            .on_hover_text("A Python script that rebuilds this flow, with its trained parameters, in bijx (the paper's JAX library) and checks that it gives the same densities: the way to a bigger model on your own machine.")
+            .clicked()
+        {
+            self.export_bijx_script();
+        }
         ui.horizontal(|ui| {
             ui.label("save PNG:");
             for name in ["density", "target", "loss"] {

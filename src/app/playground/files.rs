@@ -1,11 +1,13 @@
 //! What the playground reads and writes: an uploaded or dropped image as the
-//! target, models exported and imported in the CLI's format, and any view
-//! saved as a PNG.
+//! target, models exported and imported in the CLI's format, a model as a
+//! Python script for bijx, and any view saved as a PNG.
 
 use super::Playground;
 use super::model_io;
+use super::session::Status;
 use super::settings::{Settings, TargetChoice};
 use crate::app::files::{self, Upload};
+use crate::run::bijx_script::bijx_script;
 use crate::target::{ImageDensity, Target};
 use eframe::egui;
 
@@ -107,6 +109,42 @@ impl Playground {
             Ok(done) => format!("{done} (flowplay eval reads it)."),
             Err(e) => e,
         });
+    }
+
+    /// Saves the current model as a Python script that rebuilds it in bijx
+    /// and checks it there (a download in a browser); a diverged model is
+    /// refused with the reason.
+    pub(super) fn export_bijx_script(&mut self) {
+        let Some(session) = &self.session else {
+            return;
+        };
+        if let Status::Stopped(why) = &session.status {
+            self.message = Some(format!(
+                "Cannot export as Python: the run stopped ({why}). Restore its last good state first, then export that."
+            ));
+            return;
+        }
+        let Some((step, model)) = session.model() else {
+            self.notice =
+                Some("The model is on its way from the GPU; try again in a moment.".into());
+            return;
+        };
+        let target = session.target.name();
+        let origin = format!("trained in the playground on {target} for {step} steps");
+        match bijx_script(&model, &origin) {
+            Ok(script) => {
+                let name = format!("flowplay-{target}-step{step}-bijx.py");
+                self.notice = Some(
+                    match files::save(&name, "text/x-python", script.as_bytes()) {
+                        Ok(done) => {
+                            format!("{done} (run it with Python and bijx 1.3.2; it checks itself).")
+                        }
+                        Err(e) => e,
+                    },
+                );
+            }
+            Err(e) => self.message = Some(format!("Cannot export as Python: {e}.")),
+        }
     }
 
     /// Asks the renderer for a screenshot to cut the view the user asked
