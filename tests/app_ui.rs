@@ -363,6 +363,99 @@ fn a_model_exports_and_imports_and_views_save_as_png() {
     assert!(png.width() > 100 && png.width() == png.height());
 }
 
+/// Layer by layer: at k = N the window shows the model's own density (the
+/// main view's pixels), at k = 0 the latent normal, and "Morph" plays k from
+/// 0 to N; for a radial stack and for coupling layers.
+#[test]
+fn layer_by_layer_runs_from_the_latent_normal_to_the_model() {
+    use flowplay::app::playground::picture::grid_points;
+    use flowplay::stats::log_normal;
+    for (flow, maps) in [(FlowKind::Radial, 8), (FlowKind::Coupling, 4)] {
+        let mut h = harness(small("rings", flow));
+        h.run_steps(2);
+        for _ in 0..3 {
+            h.get_by_label("Step").click();
+            h.run_steps(1);
+        }
+        h.get_by_label("Layer by layer").click();
+        h.run_steps(3);
+        let playground = h.state().playground();
+        let layers = playground.layers().expect("the window is open");
+        assert_eq!(layers.scrubber.n(), maps, "{flow:?}");
+        assert_eq!(
+            layers.scrubber.k, maps,
+            "{flow:?}: it opens on the whole model"
+        );
+        let main = &playground.session().unwrap().picture;
+        let at_n = layers.picture().expect("the picture at k = N");
+        assert_eq!(at_n.n, main.n);
+        assert_eq!(at_n.log_q, main.log_q, "{flow:?}: k = N is the main view");
+        h.get_by_label_contains(&format!("k = {maps}: all {maps}"));
+        screenshot(&mut h, &format!("app-layers-{}", flow.name()));
+
+        let slider = h.get_by_role_and_label(eframe::egui::accesskit::Role::Slider, "maps applied");
+        slider.set_value_accesskit(0.0);
+        h.run_steps(3);
+        let layers = h.state().playground().layers().unwrap();
+        assert_eq!(layers.scrubber.k, 0);
+        let latent = layers.picture().expect("the picture at k = 0");
+        let normal: Vec<f32> = grid_points(latent.n)
+            .chunks(2)
+            .map(|p| log_normal(p) as f32)
+            .collect();
+        assert_eq!(latent.log_q, normal, "{flow:?}: k = 0 is N(0, I)");
+        h.get_by_label_contains("k = 0: the latent space");
+
+        // an intermediate cut differs from both ends
+        slider_to(&mut h, 2.0);
+        let middle = h
+            .state()
+            .playground()
+            .layers()
+            .unwrap()
+            .picture()
+            .unwrap()
+            .log_q
+            .clone();
+        assert_ne!(middle, normal);
+        assert_ne!(middle, main_log_q(&h));
+
+        h.get_by_label("Morph").click();
+        h.run_steps(1);
+        assert!(h.state().playground().layers().unwrap().scrubber.morphing());
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..200 {
+            h.run_steps(1);
+            let layers = h.state().playground().layers().unwrap();
+            seen.insert(layers.scrubber.k);
+            if !layers.scrubber.morphing() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(30));
+        }
+        let layers = h.state().playground().layers().unwrap();
+        assert!(!layers.scrubber.morphing(), "the morph ends");
+        assert_eq!(layers.scrubber.k, maps, "and ends on the model");
+        assert!(seen.len() >= 3, "{flow:?}: it passed through {seen:?}");
+    }
+}
+
+fn slider_to(h: &mut Harness<'static, PlaygroundApp>, k: f64) {
+    h.get_by_role_and_label(eframe::egui::accesskit::Role::Slider, "maps applied")
+        .set_value_accesskit(k);
+    h.run_steps(3);
+}
+
+fn main_log_q(h: &Harness<'static, PlaygroundApp>) -> Vec<f32> {
+    h.state()
+        .playground()
+        .session()
+        .unwrap()
+        .picture
+        .log_q
+        .clone()
+}
+
 #[test]
 fn the_explorer_plots_a_map_and_edits_a_paused_radial_flow_by_hand() {
     let mut h = harness(small("rings", FlowKind::Radial));
@@ -553,6 +646,68 @@ fn the_phi4_lab_trains_and_compares_lattice_flows() {
     h.get_by_label("2D flows").click();
     h.run_steps(2);
     assert!(h.state().playground().session().is_some());
+}
+
+/// The lab's layer by layer: the latent normal field at k = 0 (its
+/// magnetization a narrow peak at 0), the model's samples at k = N, a morph
+/// between them, and the run to show chosen among a comparison's.
+#[test]
+fn the_lab_shows_a_lattice_flow_layer_by_layer() {
+    let mut h = harness(Settings::default());
+    h.run_steps(2);
+    h.get_by_label("phi^4 lattice").click();
+    h.run_steps(3);
+    h.get_by_label("Play").click();
+    h.run_steps(10);
+    h.get_by_label("Pause").click();
+    h.get_by_label("Layer by layer").click();
+    h.run_steps(3);
+    let lab = h.state().lab().unwrap();
+    let layers = lab.layers().expect("the window is open");
+    let n = layers.scrubber.n();
+    assert!(n >= 2, "{n} layers");
+    assert_eq!(layers.scrubber.k, n);
+    let at_n = layers.view().expect("the view at k = N").histogram.clone();
+    assert_eq!(layers.view().unwrap().fields.len(), 4);
+    h.get_by_label_contains(&format!("k = {n}: all {n} coupling layers"));
+    screenshot(&mut h, "app-phi4-layers");
+    h.get_by_role_and_label(eframe::egui::accesskit::Role::Slider, "maps applied")
+        .set_value_accesskit(0.0);
+    h.run_steps(3);
+    let layers = h.state().lab().unwrap().layers().unwrap();
+    let latent = &layers.view().expect("the view at k = 0").histogram;
+    // M/V of 64 independent standard normals: sd 1/8
+    assert!(latent.iter().all(|(m, _)| m.abs() < 0.6), "{latent:?}");
+    assert_ne!(latent, &at_n);
+    h.get_by_label("Morph").click();
+    for _ in 0..200 {
+        h.run_steps(1);
+        if !h
+            .state()
+            .lab()
+            .unwrap()
+            .layers()
+            .unwrap()
+            .scrubber
+            .morphing()
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(30));
+    }
+    let layers = h.state().lab().unwrap().layers().unwrap();
+    assert!(!layers.scrubber.morphing());
+    assert_eq!(layers.scrubber.k, n);
+    // a comparison's runs can each be shown
+    h.get_by_label("Compare: affine vs analytic vs Z2").click();
+    h.run_steps(5);
+    let z2 = "coupling affine+cubic_rational Z2";
+    h.get_by_role_and_label(eframe::egui::accesskit::Role::Button, z2)
+        .click();
+    h.run_steps(3);
+    let layers = h.state().lab().unwrap().layers().unwrap();
+    assert_eq!(layers.run, 2);
+    assert!(layers.view().is_some());
 }
 
 /// With a GPU (lavapipe here, a software one, so chosen by hand) the lab's

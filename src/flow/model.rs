@@ -245,6 +245,73 @@ impl<T: Real> FlowModel<T> {
         }
     }
 
+    /// How many maps the flow composes, in the sampling direction: a radial
+    /// or element-wise flow's scalar maps, a coupling or lattice flow's layers.
+    pub fn n_maps(&self) -> usize {
+        match self {
+            FlowModel::Radial(f) => f.spec.stack.len(),
+            FlowModel::Coupling(f) => f.spec.layers,
+            FlowModel::Elementwise(f) => f.stack.len(),
+            FlowModel::Lattice(f) => f.spec.layers,
+        }
+    }
+
+    /// The flow of its first `k` maps alone (`1 <= k <= n_maps`), with their
+    /// trained parameters: what the data look like part of the way through.
+    /// `None` for `k = 0` (no map: the latent space itself) or beyond the
+    /// flow. A radial flow keeps its centre and scales and composes the
+    /// first `k` maps of its stack (the angle-dependent one the matching
+    /// columns of its weights).
+    pub fn prefix(&self, k: usize) -> Option<FlowModel<T>> {
+        if k == 0 || k > self.n_maps() {
+            return None;
+        }
+        let params = self.as_flow().params();
+        let model = match self {
+            FlowModel::Radial(f) => {
+                let stack = Stack::mixed(f.spec.stack.layers()[..k].to_vec());
+                let (d, kept) = (f.spec.dim, stack.n_raw());
+                let mut p = params[..2 * d].to_vec();
+                match f.spec.conditioner {
+                    RadialConditioner::Direct => p.extend_from_slice(&params[2 * d..][..kept]),
+                    RadialConditioner::Fourier { .. } => {
+                        let all = f.spec.stack.n_raw();
+                        for row in params[2 * d..].chunks(all) {
+                            p.extend_from_slice(&row[..kept]);
+                        }
+                    }
+                }
+                let spec = RadialSpec {
+                    stack,
+                    ..f.spec.clone()
+                };
+                FlowModel::Radial(RadialFlow::from_params(spec, p).ok()?)
+            }
+            FlowModel::Coupling(f) => {
+                let spec = CouplingSpec {
+                    layers: k,
+                    ..f.spec.clone()
+                };
+                let p = params[..f.spec.layer_offset(k)].to_vec();
+                FlowModel::Coupling(CouplingFlow::from_params(spec, p).ok()?)
+            }
+            FlowModel::Elementwise(f) => {
+                let stack = Stack::mixed(f.stack.layers()[..k].to_vec());
+                let p = params[..stack.n_raw()].to_vec();
+                FlowModel::Elementwise(ElementwiseFlow::from_params(f.dim, stack, p).ok()?)
+            }
+            FlowModel::Lattice(f) => {
+                let spec = LatticeSpec {
+                    layers: k,
+                    ..f.spec.clone()
+                };
+                let p = params[..k * f.spec.conv().n_params()].to_vec();
+                FlowModel::Lattice(LatticeFlow::from_params(spec, p).ok()?)
+            }
+        };
+        Some(model)
+    }
+
     /// The same model in another precision.
     pub fn cast<U: Real>(&self) -> FlowModel<U> {
         let params = self.as_flow().params().iter();

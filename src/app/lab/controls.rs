@@ -150,6 +150,16 @@ impl Phi4Lab {
             self.compare();
         }
         if ui
+            .button("Layer by layer")
+            .on_hover_text(
+                "A run's flow cut after its first k layers: fields and the magnetization \
+                 histogram from the latent normal to the model, and a morph between them.",
+            )
+            .clicked()
+        {
+            self.open_layers();
+        }
+        if ui
             .button("Copy link")
             .on_hover_text("Copies a link that opens the lab with these settings.")
             .clicked()

@@ -9,9 +9,11 @@
 //! adapter is offered, not chosen) and on the CPU otherwise, through the
 //! app's trainer host; either way the measurements are made on the CPU from
 //! 256 flow samples. `settings` (and the URL), `run` (one flow), `controls`
-//! (left panel) and `views` (centre and bottom).
+//! (left panel), `views` (centre and bottom) and `layers` (a flow layer by
+//! layer).
 
 pub mod controls;
+pub mod layers;
 pub mod run;
 pub mod settings;
 pub mod views;
@@ -97,6 +99,8 @@ pub struct Phi4Lab {
     pub prefer_gpu: bool,
     /// the designs of the runs (to start them again on a GPU found late)
     designs: Vec<Design>,
+    /// the "Layer by layer" window, while open
+    layers: Option<layers::LabLayers>,
     rng: Rng,
 }
 
@@ -117,6 +121,7 @@ impl Phi4Lab {
             notice: None,
             save_asked: false,
             saver: ViewSaver::default(),
+            layers: None,
             offered: devices.context(),
             devices,
             prefer_gpu,
@@ -501,6 +506,8 @@ impl Phi4Lab {
             let file = format!("flowplay-phi4-step{step}.png");
             self.saver.request(ui.ctx(), file, views.response.rect);
         }
+        let ctx = ui.ctx().clone();
+        self.layers_ui(&ctx);
         self.apply_settings(ui);
     }
 

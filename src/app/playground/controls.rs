@@ -320,6 +320,13 @@ impl Playground {
                 .explorer
                 .get_or_insert_with(explorer::Explorer::default);
         }
+        if ui
+            .button("Layer by layer")
+            .on_hover_text("The flow cut after its first k maps, from the latent normal to the model, and a morph between them.")
+            .clicked()
+        {
+            self.open_layers();
+        }
         ui.horizontal(|ui| {
             ui.label("theme")
                 .on_hover_text("Dark, light, or as the system is set.");

@@ -4,7 +4,8 @@
 //! `settings` (what the user chose, and its URL), `session` (the run and its
 //! metrics), `picture` (what the views draw), and one file per panel:
 //! `controls` (left), `views` (centre), `curves` (bottom), plus the windows
-//! (`explorer`, `drawing`, `help`) and `files` (uploads, exports, PNGs).
+//! (`explorer`, `layers`, `drawing`, `help`) and `files` (uploads, exports,
+//! PNGs).
 
 pub mod controls;
 pub mod curves;
@@ -12,6 +13,7 @@ pub mod drawing;
 pub mod explorer;
 pub mod files;
 pub mod help;
+pub mod layers;
 pub mod model_io;
 pub mod picture;
 pub mod session;
@@ -54,6 +56,8 @@ pub struct PreviousRun {
 struct Windows {
     drawing: Option<drawing::Drawing>,
     explorer: Option<explorer::Explorer>,
+    /// the flow cut after its first k maps
+    layers: Option<layers::LayerScrubber>,
     /// a radial flow edited by hand in the explorer (while paused)
     hand_model: Option<FlowModel<f64>>,
     help: bool,
@@ -468,6 +472,7 @@ impl Playground {
         self.help_ui(&ctx, area);
         self.drawing_ui(&ctx, area);
         self.explorer_ui(&ctx, area);
+        self.layers_ui(&ctx, area);
         self.save_requested_view(&ctx);
         self.apply_settings(ui);
     }

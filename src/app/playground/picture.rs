@@ -76,6 +76,36 @@ pub fn cpu_picture(model: FlowModel<f64>, step: usize, rng: &mut Rng) -> Picture
     }
 }
 
+/// The picture of no map at all, the latent space of `model`: the standard
+/// normal's density, its samples (the same latent points [`cpu_picture`]
+/// draws from the same `rng`) and the undeformed grid.
+pub fn latent_picture(model: &FlowModel<f64>, rng: &mut Rng) -> Picture {
+    let n = grid_size(model);
+    let points = grid_points(n);
+    let log_q = points.chunks(2).map(|p| log_normal(p) as f32).collect();
+    let samples = latent_samples(rng)
+        .chunks(2)
+        .map(|p| vec2(p[0], p[1]))
+        .collect();
+    let geometry = radial_geometry(model);
+    let (lines, center) = grid_lines(geometry);
+    // the identity map: every point where it was, log det 0
+    let unmoved: Vec<f32> = lines
+        .points
+        .chunks(2)
+        .flat_map(|p| [p[0] as f32, p[1] as f32, 0.0])
+        .collect();
+    Picture {
+        log_q,
+        n,
+        samples,
+        lines: cut_lines(&lines, &unmoved),
+        center,
+        scale: scales(geometry),
+        model: None,
+    }
+}
+
 /// Latent points pushed through `x_from_z`: per point x and log det, as the
 /// GPU's display kernels lay them out.
 fn push(flow: &dyn Flow<f32>, latent: &[f32]) -> Vec<f32> {

@@ -1,0 +1,168 @@
+//! The "Layer by layer" window: the flow cut after its first k maps, from the
+//! latent normal (k = 0) to the whole model (k = N). For each k the density is
+//! exact (the change of variables through those k maps alone), and the grid
+//! and the samples (the same latent points for every k) are pushed through
+//! them. "Morph" plays k from 0 to N. The window shows the model the main
+//! view draws (so k = N is that very picture), taken anew at most every
+//! [`FOLLOW_EVERY`] while training and at once while paused.
+
+use super::Playground;
+use super::picture::{Picture, cpu_picture, latent_picture};
+use super::session::Status;
+use super::views::model_ui;
+use crate::app::widgets::colour::{image, normalized};
+use crate::app::widgets::scrubber::Scrubber;
+use crate::flow::FlowModel;
+use crate::rng::Rng;
+use eframe::egui::{self, RichText};
+use web_time::{Duration, Instant};
+
+/// How often the window takes a training run's model anew.
+const FOLLOW_EVERY: Duration = Duration::from_millis(1500);
+/// The seed of the samples' latent points (the same for every k).
+const SAMPLES_SEED: u64 = 7;
+/// The side of the window's view, in points.
+const SIDE: f32 = 300.0;
+
+/// The window's state.
+#[derive(Default)]
+pub struct LayerScrubber {
+    pub scrubber: Scrubber,
+    /// the model shown, the picture version of the run it came from, and when it was taken
+    model: Option<(usize, FlowModel<f64>)>,
+    version: u64,
+    taken: Option<Instant>,
+    /// pictures of the model cut after k maps, by k (computed as they are asked for)
+    pictures: Vec<Option<Picture>>,
+    texture: Option<(usize, egui::TextureHandle)>,
+}
+
+impl LayerScrubber {
+    /// The picture at the current k, once computed.
+    pub fn picture(&self) -> Option<&Picture> {
+        self.pictures.get(self.scrubber.k).and_then(Option::as_ref)
+    }
+
+    /// Takes `model` (from the run's picture `version`) as the one shown.
+    fn take(&mut self, model: (usize, FlowModel<f64>), version: u64) {
+        let n = model.1.n_maps();
+        self.scrubber.set_n(n);
+        self.model = Some(model);
+        self.version = version;
+        self.taken = Some(Instant::now());
+        self.pictures = (0..=n).map(|_| None).collect();
+        self.texture = None;
+    }
+
+    /// Computes the picture at k if it is missing (one a frame).
+    fn ensure_picture(&mut self) {
+        let Some((step, model)) = &self.model else {
+            return;
+        };
+        let k = self.scrubber.k;
+        if self.picture().is_some() {
+            return;
+        }
+        let mut rng = Rng::seeded(SAMPLES_SEED);
+        let picture = match model.prefix(k) {
+            Some(cut) => cpu_picture(cut, *step, &mut rng),
+            None => latent_picture(model, &mut rng),
+        };
+        if let Some(slot) = self.pictures.get_mut(k) {
+            *slot = Some(picture);
+        }
+    }
+
+    /// What the first k maps are, in words.
+    fn caption(&self) -> String {
+        let n = self.scrubber.n();
+        let what = match &self.model {
+            Some((_, FlowModel::Coupling(_) | FlowModel::Lattice(_))) => "coupling layers",
+            _ => "scalar maps of the radius map",
+        };
+        match self.scrubber.k {
+            0 => format!("k = 0: the latent space, N(0, I), before any of the {n} {what}."),
+            k if k == n => format!("k = {n}: all {n} {what}: the model itself."),
+            k => format!("k = {k}: after the first {k} of {n} {what}."),
+        }
+    }
+}
+
+impl Playground {
+    /// Opens the "Layer by layer" window.
+    pub fn open_layers(&mut self) {
+        self.windows
+            .layers
+            .get_or_insert_with(LayerScrubber::default);
+    }
+
+    /// The "Layer by layer" window, while it is open.
+    pub fn layers(&self) -> Option<&LayerScrubber> {
+        self.windows.layers.as_ref()
+    }
+
+    /// The window, when open: the slider, "Morph", and the view at k.
+    pub(super) fn layers_ui(&mut self, ctx: &egui::Context, area: egui::Rect) {
+        let Some(layers) = &mut self.windows.layers else {
+            return;
+        };
+        if let Some(session) = &self.session {
+            let stale = layers.version != session.picture_version || layers.model.is_none();
+            let due = session.status != Status::Running
+                || layers.taken.is_none_or(|t| t.elapsed() >= FOLLOW_EVERY);
+            // the model the main view draws, so k = N is that very picture
+            if stale
+                && due
+                && !layers.scrubber.morphing()
+                && let Some(model) = session.picture.model.clone().or_else(|| session.model())
+            {
+                layers.take(model, session.picture_version);
+            }
+        }
+        layers.scrubber.advance();
+        layers.ensure_picture();
+        if layers.scrubber.morphing() || layers.picture().is_none() {
+            ctx.request_repaint();
+        }
+        let k = layers.scrubber.k;
+        let texture = match (&layers.texture, layers.picture()) {
+            (Some((at, t)), _) if *at == k => Some(t.clone()),
+            (_, Some(picture)) => {
+                let values = normalized(&picture.log_q, self.views.scale);
+                let t = ctx.load_texture(
+                    "layer density",
+                    image(&values, picture.n),
+                    egui::TextureOptions::LINEAR,
+                );
+                layers.texture = Some((k, t.clone()));
+                Some(t)
+            }
+            _ => None,
+        };
+        let overlays = self.views.overlays;
+        let mut open = true;
+        egui::Window::new("Layer by layer")
+            .constrain_to(area)
+            .open(&mut open)
+            .default_pos(self.views.window_pos("target"))
+            .show(ctx, |ui| {
+                if layers.model.is_none() {
+                    ui.label("The model is on its way from the GPU.");
+                    return;
+                }
+                layers.scrubber.ui(ui);
+                ui.label(RichText::new(layers.caption()).strong());
+                let empty = Picture::default();
+                let picture = layers.picture().unwrap_or(&empty);
+                model_ui(ui, texture.as_ref(), picture, overlays, SIDE);
+                ui.label(
+                    "The density is exact for each k: log q_k(x) = log N(z) + log |det dz/dx| \
+                     through those k maps alone. The grid and the samples (the same latent \
+                     points for every k) are pushed through them.",
+                );
+            });
+        if !open {
+            self.windows.layers = None;
+        }
+    }
+}
