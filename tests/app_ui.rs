@@ -363,6 +363,29 @@ fn a_model_exports_and_imports_and_views_save_as_png() {
     assert!(png.width() > 100 && png.width() == png.height());
 }
 
+/// The plots have axes and, under the pointer, a readout of the nearest
+/// curve's value; the loss plot a legend of its curves.
+#[test]
+fn the_plots_read_out_the_value_under_the_pointer() {
+    let mut h = harness(small("rings", FlowKind::Radial));
+    h.run_steps(2);
+    h.get_by_label("Play").click();
+    h.run_steps(20);
+    h.get_by_label("Pause").click();
+    h.run_steps(2);
+    let title = h.get_by_label_contains("-log q of training batches").rect();
+    // the middle of the loss plot, under its title
+    let at = eframe::egui::pos2(title.center().x, title.bottom() + 60.0);
+    // (egui shows a tooltip once the pointer has rested a moment)
+    for _ in 0..60 {
+        h.hover_at(at);
+        h.run_steps(1);
+    }
+    screenshot(&mut h, "app-plot-readout");
+    // the nearest curve's value, or the value under the pointer
+    h.get_by_label_contains("at step ");
+}
+
 /// Layer by layer: at k = N the window shows the model's own density (the
 /// main view's pixels), at k = 0 the latent normal, and "Morph" plays k from
 /// 0 to N; for a radial stack and for coupling layers.

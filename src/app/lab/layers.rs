@@ -153,6 +153,11 @@ impl Phi4Lab {
             .map_or(Vec::new(), |r| r.observables.histogram.clone());
         let labels: Vec<String> = self.runs.iter().map(|r| r.label.clone()).collect();
         let colour = self.runs.get(layers.run).map(|r| r.colour);
+        let label = format!(
+            "after {} of {} maps",
+            layers.scrubber.k,
+            layers.scrubber.n()
+        );
         let mut open = true;
         let mut chosen = layers.run;
         // at the right, clear of the controls and the runs' fields
@@ -188,11 +193,17 @@ impl Phi4Lab {
                 })
                 .response
                 .on_hover_text("The same latent fields pushed through the first k maps.");
-                let flows = [(colour.unwrap_or(egui::Color32::WHITE), &view.histogram[..])];
-                histogram_ui(ui, &hmc, &flows, Vec2::new(400.0, 220.0)).on_hover_text(
-                    "Magnetization M/V of 1024 fields after k maps (line) and HMC's reference \
+                let flows = [(
+                    colour.unwrap_or(egui::Color32::WHITE),
+                    label.as_str(),
+                    &view.histogram[..],
+                )];
+                histogram_ui(ui, &hmc, &flows, Vec2::new(400.0, 240.0))
+                    .inner
+                    .on_hover_text(
+                        "Magnetization M/V of 1024 fields after k maps (line) and HMC's reference \
                      (grey bars): watch one peak become two, or not.",
-                );
+                    );
             });
         if chosen != layers.run {
             layers.run = chosen;

@@ -5,9 +5,9 @@
 use super::run::LabRun;
 use super::{Phi4Lab, hmc_trajectories};
 use crate::app::widgets::colour::field_colour;
-use crate::app::widgets::plots::{histogram_ui, lines_ui};
+use crate::app::widgets::plots::{NamedHistogram, NamedSeries, histogram_ui, lines_ui};
 use crate::target::phi4::Phi4;
-use eframe::egui::{self, Color32, Rect, Sense, Stroke, Vec2};
+use eframe::egui::{self, Rect, Sense, Stroke, Vec2};
 
 /// One L x L configuration as a `side` x `side` heat map.
 pub fn field_ui(ui: &mut egui::Ui, field: &[f64], size: usize, side: f32) -> egui::Response {
@@ -46,13 +46,13 @@ impl Phi4Lab {
                     ui.add_space(6.0);
                 }
             });
-            let flows: Vec<(Color32, &[(f64, f64)])> = self
+            let flows: Vec<NamedHistogram<'_>> = self
                 .runs
                 .iter()
                 .filter_map(|r| {
                     r.estimates
                         .as_ref()
-                        .map(|e| (r.colour, &e.flow_histogram[..]))
+                        .map(|e| (r.colour, r.label.as_str(), &e.flow_histogram[..]))
                 })
                 .collect();
             let hmc = self
@@ -60,10 +60,12 @@ impl Phi4Lab {
                 .as_ref()
                 .map_or(&[][..], |r| &r.observables.histogram[..]);
             let side = (ui.available_width() - 8.0).clamp(200.0, 520.0);
-            histogram_ui(ui, hmc, &flows, Vec2::new(side, side * 0.7)).on_hover_text(
-                "Magnetization M/V: HMC's reference (grey bars) and each flow's raw samples \
+            histogram_ui(ui, hmc, &flows, Vec2::new(side, side * 0.7))
+                .inner
+                .on_hover_text(
+                    "Magnetization M/V: HMC's reference (grey bars) and each flow's raw samples \
                  (lines, before any correction). A flow that covers one peak only has collapsed.",
-            );
+                );
         });
     }
 
@@ -89,8 +91,11 @@ impl Phi4Lab {
 
     /// The bottom panel: loss, ESS/N, acceptance and M > 0 fraction over steps.
     pub(super) fn curves_ui(&mut self, ui: &mut egui::Ui) {
-        let pick = |f: fn(&LabRun) -> &Vec<(usize, f64)>| -> Vec<(Color32, &[(usize, f64)])> {
-            self.runs.iter().map(|r| (r.colour, &f(r)[..])).collect()
+        let pick = |f: fn(&LabRun) -> &Vec<(usize, f64)>| -> Vec<NamedSeries<'_>> {
+            self.runs
+                .iter()
+                .map(|r| (r.colour, r.label.as_str(), &f(r)[..]))
+                .collect()
         };
         let width = ((ui.available_width() - 24.0) / 4.0).max(120.0);
         let size = Vec2::new(width, 130.0);
@@ -102,10 +107,13 @@ impl Phi4Lab {
                 None,
                 size,
             )
+            .inner
             .on_hover_text("mean(log q - log p~) of each batch: KL(q || p) - log Z.");
-            lines_ui(ui, "ESS/N", &pick(|r| &r.ess), Some((0.0, 1.0)), size).on_hover_text(
-                "Effective sample size of the importance weights over N (256 samples).",
-            );
+            lines_ui(ui, "ESS/N", &pick(|r| &r.ess), Some((0.0, 1.0)), size)
+                .inner
+                .on_hover_text(
+                    "Effective sample size of the importance weights over N (256 samples).",
+                );
             lines_ui(
                 ui,
                 "IMH acceptance",
@@ -113,6 +121,7 @@ impl Phi4Lab {
                 Some((0.0, 1.0)),
                 size,
             )
+            .inner
             .on_hover_text(
                 "Acceptance of independent Metropolis-Hastings with the flow as proposal.",
             );
@@ -123,6 +132,7 @@ impl Phi4Lab {
                 Some((0.0, 1.0)),
                 size,
             )
+            .inner
             .on_hover_text(
                 "1/2 for the symmetric target; near 0 or 1 the flow sees one mode only.",
             );

@@ -108,14 +108,16 @@ impl Playground {
         let loss_rect;
         if self.narrow {
             let width = ui.available_width();
-            let response = loss_ui(ui, &session.losses, &plot, Vec2::new(width, 150.0));
-            loss_rect = response.rect;
-            response.on_hover_text(hover);
+            let drawn = loss_ui(ui, &session.losses, &plot, Vec2::new(width, 150.0));
+            loss_rect = drawn.response.rect;
+            drawn.inner.on_hover_text(hover);
             let size = Vec2::new(0.5 * width - 6.0, 90.0);
             for pair in side.chunks(2) {
                 ui.horizontal(|ui| {
                     for p in pair {
-                        series_ui(ui, p.title, &p.points, p.fixed, size).on_hover_text(p.hover);
+                        series_ui(ui, p.title, &p.points, p.fixed, size)
+                            .inner
+                            .on_hover_text(p.hover);
                     }
                 });
             }
@@ -129,15 +131,16 @@ impl Playground {
             let width = ui.available_width() - side_width - 8.0;
             let mut rect = None;
             ui.horizontal(|ui| {
-                let response = loss_ui(ui, &session.losses, &plot, Vec2::new(width, 130.0));
-                rect = Some(response.rect);
-                response.on_hover_text(hover);
+                let drawn = loss_ui(ui, &session.losses, &plot, Vec2::new(width, 150.0));
+                rect = Some(drawn.response.rect);
+                drawn.inner.on_hover_text(hover);
                 let rows = side.len().div_ceil(columns);
                 for column in side.chunks(rows.max(1)) {
                     ui.vertical(|ui| {
-                        let height = 130.0 / rows as f32 - 2.0;
+                        let height = 150.0 / rows as f32 - 4.0;
                         for p in column {
                             series_ui(ui, p.title, &p.points, p.fixed, Vec2::new(244.0, height))
+                                .inner
                                 .on_hover_text(p.hover);
                         }
                     });

@@ -8,7 +8,8 @@ use super::Playground;
 use super::session::Status;
 use crate::bijection::{Family, ParamSpec, Scalar};
 use crate::flow::{FlowModel, RadialConditioner, RadialFlow};
-use eframe::egui::{self, Color32, Pos2, Sense, Shape, Stroke, Vec2};
+use eframe::egui::{self, Color32};
+use egui_plot::{HoverPosition, Line, LineStyle, Plot, PlotPoints};
 
 /// The families the explorer offers (the spline is described by its knots,
 /// not by named parameters).
@@ -257,141 +258,100 @@ fn edit_direct(ui: &mut egui::Ui, flow: &RadialFlow<f64>) -> Option<FlowModel<f6
         .map(FlowModel::Radial)
 }
 
-/// A small line plot of `y` over `x`, with the identity dashed when asked.
+/// A small line plot of `y` over `x` with its axes, the identity dashed when
+/// asked, and the value under the pointer.
 fn plot(ui: &mut egui::Ui, title: &str, x: &[f64], y: &[f64], identity: bool) {
     ui.vertical(|ui| {
-        ui.label(egui::RichText::new(title).small());
-        let (response, painter) = ui.allocate_painter(Vec2::new(170.0, 130.0), Sense::hover());
-        let rect = response.rect;
-        painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
-        let finite = y.iter().copied().filter(|v| v.is_finite());
-        let (lo, hi) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-            (a.min(v), b.max(v))
-        });
-        let (lo, hi) = if identity {
-            (lo.min(-SPAN), hi.max(SPAN))
-        } else if hi - lo < 1e-6 {
-            (lo - 1.0, hi + 1.0)
-        } else {
-            (lo, hi)
-        };
-        if !(lo.is_finite() && hi.is_finite()) {
-            return;
-        }
-        let inner = rect.shrink(6.0);
-        let to = |a: f64, b: f64| {
-            Pos2::new(
-                inner.left() + ((a + SPAN) / (2.0 * SPAN)) as f32 * inner.width(),
-                inner.bottom() - ((b - lo) / (hi - lo)) as f32 * inner.height(),
-            )
-        };
-        let axis = Stroke::new(1.0, ui.visuals().weak_text_color());
-        if lo < 0.0 && hi > 0.0 {
-            painter.line_segment([to(-SPAN, 0.0), to(SPAN, 0.0)], axis);
-        }
-        painter.line_segment([to(0.0, lo), to(0.0, hi)], axis);
-        if identity {
-            painter.extend(Shape::dashed_line(
-                &[to(-SPAN, -SPAN), to(SPAN, SPAN)],
-                axis,
-                4.0,
-                4.0,
-            ));
-        }
-        let points: Vec<Pos2> = x
+        ui.label(egui::RichText::new(title).small().strong());
+        let curve: PlotPoints<'_> = x
             .iter()
             .zip(y)
             .filter(|(_, v)| v.is_finite())
-            .map(|(&a, &b)| to(a, b))
+            .map(|(&a, &b)| [a, b])
             .collect();
-        painter.add(Shape::line(
-            points,
-            Stroke::new(2.0, Color32::from_rgb(120, 160, 255)),
-        ));
-        let font = egui::FontId::proportional(10.0);
-        let text = ui.visuals().text_color();
-        painter.text(
-            rect.left_top() + Vec2::new(3.0, 2.0),
-            egui::Align2::LEFT_TOP,
-            format!("{hi:.2}"),
-            font.clone(),
-            text,
-        );
-        painter.text(
-            rect.left_bottom() + Vec2::new(3.0, -2.0),
-            egui::Align2::LEFT_BOTTOM,
-            format!("{lo:.2}"),
-            font.clone(),
-            text,
-        );
-        painter.text(
-            rect.right_bottom() + Vec2::new(-3.0, -2.0),
-            egui::Align2::RIGHT_BOTTOM,
-            format!("x in [-{SPAN}, {SPAN}]"),
-            font,
-            text,
-        );
+        let weak = ui.visuals().weak_text_color();
+        Plot::new(title)
+            .width(170.0)
+            .height(130.0)
+            .x_axis_label(egui::RichText::new("x").small())
+            .allow_scroll(false)
+            .show_crosshair(false)
+            .label_formatter(|pos| match pos {
+                HoverPosition::NearDataPoint {
+                    plot_name,
+                    position,
+                    ..
+                } => Some(format!(
+                    "{plot_name}\nx {:.3}: {:.4}",
+                    position.x, position.y
+                )),
+                HoverPosition::Elsewhere { .. } => None,
+            })
+            .show(ui, |plot_ui| {
+                if identity {
+                    plot_ui.line(
+                        Line::new("identity", vec![[-SPAN, -SPAN], [SPAN, SPAN]])
+                            .color(weak)
+                            .style(LineStyle::dashed_loose()),
+                    );
+                }
+                plot_ui.line(Line::new(title, curve).color(Color32::from_rgb(120, 160, 255)));
+            });
     });
 }
 
-/// The radius maps r -> f(r) - f(0), one curve per direction, over the identity.
+/// The radius maps r -> f(r) - f(0), one curve per direction, over the
+/// identity, with axes and the value under the pointer.
 fn radius_plot(ui: &mut egui::Ui, radii: &[f64], maps: &[Vec<f64>]) {
     ui.label(egui::RichText::new("radius map r -> f(r) (latent radius to data radius)").small());
-    let (response, painter) = ui.allocate_painter(Vec2::new(360.0, 200.0), Sense::hover());
-    let rect = response.rect;
-    painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
     let r_max = radii.last().copied().unwrap_or(1.0);
-    let top = maps
-        .iter()
-        .flatten()
-        .copied()
-        .filter(|v| v.is_finite())
-        .fold(r_max, f64::max);
-    let inner = rect.shrink(8.0);
-    let to = |r: f64, f: f64| {
-        Pos2::new(
-            inner.left() + (r / r_max) as f32 * inner.width(),
-            inner.bottom() - (f / top) as f32 * inner.height(),
-        )
-    };
-    let weak = Stroke::new(1.0, ui.visuals().weak_text_color());
-    painter.extend(Shape::dashed_line(
-        &[to(0.0, 0.0), to(r_max, r_max)],
-        weak,
-        4.0,
-        4.0,
-    ));
-    for (k, map) in maps.iter().enumerate() {
-        let hue = k as f32 / maps.len() as f32;
-        let colour = if maps.len() == 1 {
-            Color32::from_rgb(120, 160, 255)
-        } else {
-            egui::ecolor::Hsva::new(hue, 0.7, 0.95, 1.0).into()
-        };
-        let points: Vec<Pos2> = radii
-            .iter()
-            .zip(map)
-            .filter(|(_, f)| f.is_finite())
-            .map(|(&r, &f)| to(r, f))
-            .collect();
-        painter.add(Shape::line(points, Stroke::new(1.5, colour)));
-    }
-    let font = egui::FontId::proportional(10.0);
-    let text = ui.visuals().text_color();
-    painter.text(
-        rect.right_bottom() + Vec2::new(-3.0, -2.0),
-        egui::Align2::RIGHT_BOTTOM,
-        format!("r = {r_max}"),
-        font.clone(),
-        text,
-    );
-    painter.text(
-        rect.left_top() + Vec2::new(3.0, 2.0),
-        egui::Align2::LEFT_TOP,
-        format!("f = {top:.2}"),
-        font,
-        text,
-    );
+    let directions = maps.len();
+    let weak = ui.visuals().weak_text_color();
+    Plot::new("radius map")
+        .width(360.0)
+        .height(200.0)
+        .x_axis_label(egui::RichText::new("latent radius r").small())
+        .y_axis_label(egui::RichText::new("data radius f(r)").small())
+        .allow_scroll(false)
+        .show_crosshair(false)
+        .label_formatter(|pos| match pos {
+            HoverPosition::NearDataPoint {
+                plot_name,
+                position,
+                ..
+            } => Some(format!(
+                "{plot_name}\nr {:.3} -> {:.3}",
+                position.x, position.y
+            )),
+            HoverPosition::Elsewhere { .. } => None,
+        })
+        .show(ui, |plot_ui| {
+            plot_ui.line(
+                Line::new("identity", vec![[0.0, 0.0], [r_max, r_max]])
+                    .color(weak)
+                    .style(LineStyle::dashed_loose()),
+            );
+            for (k, map) in maps.iter().enumerate() {
+                let colour = if directions == 1 {
+                    Color32::from_rgb(120, 160, 255)
+                } else {
+                    let hue = k as f32 / directions as f32;
+                    egui::ecolor::Hsva::new(hue, 0.7, 0.95, 1.0).into()
+                };
+                let name = if directions == 1 {
+                    "f(r)".to_string()
+                } else {
+                    format!("angle {:.0} deg", 360.0 * k as f64 / directions as f64)
+                };
+                let points: PlotPoints<'_> = radii
+                    .iter()
+                    .zip(map)
+                    .filter(|(_, f)| f.is_finite())
+                    .map(|(&r, &f)| [r, f])
+                    .collect();
+                plot_ui.line(Line::new(name, points).color(colour));
+            }
+        });
 }
 
 impl Playground {
