@@ -9,7 +9,8 @@
 
 use eframe::egui::{self, Color32, RichText, Vec2};
 use egui_plot::{
-    Bar, BarChart, Corner, GridInput, GridMark, HoverPosition, Legend, Line, Plot, PlotPoints,
+    AxisHints, Bar, BarChart, Corner, GridInput, GridMark, HoverPosition, Legend, Line, Plot,
+    PlotPoints,
 };
 
 /// A run's (step, value) points, with its colour and name for the legend.
@@ -159,7 +160,13 @@ fn plot<'a>(id: &str, x_label: &str, y_label: &str, size: Vec2) -> Plot<'a> {
         .height(size.y)
         .x_grid_spacer(nice_grid)
         .y_grid_spacer(nice_grid)
-        .x_axis_label(RichText::new(x_label).small())
+        // numbers as close as 40 points apart (egui_plot's default of 60
+        // left an M/V axis of -0.4..0.4 with one number)
+        .custom_x_axes(vec![
+            AxisHints::new_x()
+                .label(RichText::new(x_label).small())
+                .label_spacing(40.0..=60.0),
+        ])
         .y_axis_label(RichText::new(y_label).small())
         .allow_scroll(false)
         .show_crosshair(false)
@@ -302,9 +309,23 @@ pub fn lines_ui(
                 });
             at_least(lo, hi, 0.05 * lo.abs().max(hi.abs()).max(0.2))
         });
-        if lo.is_finite() && hi.is_finite() {
-            chart = chart.include_y(lo).include_y(hi);
-        }
+        // no value yet: an empty 0..1 frame rather than egui_plot's default
+        let (lo, hi) = if lo.is_finite() && hi.is_finite() {
+            (lo, hi)
+        } else {
+            (0.0, 1.0)
+        };
+        let last_step = series
+            .iter()
+            .filter_map(|(_, _, s)| s.last().map(|p| p.0))
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        chart = chart
+            .include_y(lo)
+            .include_y(hi)
+            .include_x(0.0)
+            .include_x(last_step as f64);
         let most = (size.x as usize).max(100);
         chart.show(ui, |plot_ui| {
             for (colour, name, points) in series {
