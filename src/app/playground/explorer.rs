@@ -6,6 +6,7 @@
 
 use super::Playground;
 use super::session::Status;
+use crate::app::widgets::plots::{at_least, nice_grid, tick_label};
 use crate::bijection::{Family, ParamSpec, Scalar};
 use crate::flow::{FlowModel, RadialConditioner, RadialFlow};
 use eframe::egui::{self, Color32};
@@ -270,9 +271,28 @@ fn plot(ui: &mut egui::Ui, title: &str, x: &[f64], y: &[f64], identity: bool) {
             .map(|(&a, &b)| [a, b])
             .collect();
         let weak = ui.visuals().weak_text_color();
+        // at least a span of 1 tall, so the identity's zero shift is a flat
+        // line rather than its rounding noise blown up
+        let (lo, hi) = y
+            .iter()
+            .filter(|v| v.is_finite())
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+                (a.min(v), b.max(v))
+            });
+        let (lo, hi) = if lo.is_finite() {
+            at_least(lo, hi, 1.0)
+        } else {
+            (-1.0, 1.0)
+        };
         Plot::new(title)
             .width(170.0)
             .height(130.0)
+            .include_y(lo)
+            .include_y(hi)
+            .x_grid_spacer(nice_grid)
+            .y_grid_spacer(nice_grid)
+            .x_axis_formatter(tick_label)
+            .y_axis_formatter(tick_label)
             .x_axis_label(egui::RichText::new("x").small())
             .allow_scroll(false)
             .show_crosshair(false)
@@ -310,6 +330,10 @@ fn radius_plot(ui: &mut egui::Ui, radii: &[f64], maps: &[Vec<f64>]) {
     Plot::new("radius map")
         .width(360.0)
         .height(200.0)
+        .x_grid_spacer(nice_grid)
+        .y_grid_spacer(nice_grid)
+        .x_axis_formatter(tick_label)
+        .y_axis_formatter(tick_label)
         .x_axis_label(egui::RichText::new("latent radius r").small())
         .y_axis_label(egui::RichText::new("data radius f(r)").small())
         .allow_scroll(false)

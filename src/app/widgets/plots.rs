@@ -152,6 +152,18 @@ pub fn nice_grid(input: GridInput) -> Vec<GridMark> {
     marks
 }
 
+/// A tick's number with as many decimals as its step needs (0.5 -> one;
+/// egui_plot's default rounds the decimals of 0.5 to none and prints "0"),
+/// and never "-0".
+pub fn tick_label(mark: GridMark, _range: &std::ops::RangeInclusive<f64>) -> String {
+    let decimals = (-mark.step_size.log10()).ceil().max(0.0) as usize;
+    let text = format!("{:.*}", decimals, mark.value);
+    match text.strip_prefix('-') {
+        Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),
+        _ => text,
+    }
+}
+
 /// A plot with the pages' habits: axes labelled and numbered, the wheel left
 /// to the page.
 fn plot<'a>(id: &str, x_label: &str, y_label: &str, size: Vec2) -> Plot<'a> {
@@ -165,8 +177,10 @@ fn plot<'a>(id: &str, x_label: &str, y_label: &str, size: Vec2) -> Plot<'a> {
         .custom_x_axes(vec![
             AxisHints::new_x()
                 .label(RichText::new(x_label).small())
-                .label_spacing(40.0..=60.0),
+                .label_spacing(40.0..=60.0)
+                .formatter(tick_label),
         ])
+        .y_axis_formatter(tick_label)
         .y_axis_label(RichText::new(y_label).small())
         .allow_scroll(false)
         .show_crosshair(false)
@@ -436,6 +450,17 @@ mod tests {
         assert_eq!(at(3.5), Some(0.5));
         assert_eq!(at(3.3), Some(0.1));
         assert_eq!(at(3.26), Some(0.02));
+    }
+
+    #[test]
+    fn ticks_carry_the_decimals_their_step_needs() {
+        let label = |value, step_size| tick_label(GridMark { value, step_size }, &(0.0..=1.0));
+        assert_eq!(label(0.5, 0.5), "0.5");
+        assert_eq!(label(-0.2, 0.2), "-0.2");
+        assert_eq!(label(3.35, 0.05), "3.35");
+        assert_eq!(label(150.0, 50.0), "150");
+        assert_eq!(label(-0.0001, 0.5), "0.0");
+        assert_eq!(label(-1e-17, 1.0), "0");
     }
 
     #[test]
