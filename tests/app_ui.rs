@@ -386,6 +386,97 @@ fn the_plots_read_out_the_value_under_the_pointer() {
     h.get_by_label_contains("at step ");
 }
 
+/// Side by side: three designs train together for the same steps and fill
+/// the table (parameters, held-out NLL, steps, steps/s, state).
+#[test]
+fn side_by_side_trains_three_designs_and_fills_the_table() {
+    use eframe::egui::accesskit::Role;
+    let mut h = harness(small("rings", FlowKind::Radial));
+    h.run_steps(2);
+    h.get_by_label("Side by side").click();
+    h.run_steps(2);
+    h.get_by_label("three families (spiral)").click();
+    h.run_steps(2);
+    h.get_by_role_and_label(Role::SpinButton, "steps each")
+        .set_value_accesskit(40.0);
+    h.run_steps(2);
+    h.get_by_label("Start").click();
+    for _ in 0..100 {
+        h.run_steps(1);
+        let c = h.state().playground().comparison().unwrap();
+        if !c.running() {
+            break;
+        }
+    }
+    let comparison = h.state().playground().comparison().unwrap();
+    assert_eq!(comparison.budget, 40);
+    assert_eq!(comparison.runs.len(), 3);
+    for run in &comparison.runs {
+        let s = &run.session;
+        assert_eq!(s.settings.target, TargetChoice::Preset("spiral"));
+        assert_eq!(s.steps_done(), 40, "{}", run.design.label());
+        assert_eq!(comparison.state(run), "done");
+        let row = flowplay::app::playground::compare::table_row(comparison, run);
+        assert_eq!(row.len(), 6, "{row:?}");
+        assert!(row[2].parse::<f64>().is_ok(), "held-out NLL {row:?}");
+    }
+    let families: Vec<String> = comparison.runs.iter().map(|r| r.design.label()).collect();
+    assert_eq!(
+        families,
+        [
+            "radial-fourier cubic_rational x16",
+            "radial-fourier sinh x16",
+            "radial-fourier cubic x16"
+        ]
+    );
+    // the table is on screen, one row a design
+    h.get_by_label("held-out NLL");
+    for label in &families {
+        assert!(
+            h.query_all_by_label(label).count() >= 2,
+            "{label}: view and row"
+        );
+    }
+    screenshot(&mut h, "app-side-by-side");
+}
+
+/// Side by side at a learning rate where the affine coupling flow diverges:
+/// it stops alone, with the reason, and the analytic one trains to the end.
+#[test]
+fn a_diverging_design_stops_alone() {
+    let mut h = harness(small("rings", FlowKind::Radial));
+    h.run_steps(2);
+    h.get_by_label("Side by side").click();
+    h.run_steps(2);
+    h.get_by_label("affine vs analytic coupling (moons, lr 0.01)")
+        .click();
+    h.run_steps(2);
+    h.get_by_label("Start").click();
+    for _ in 0..400 {
+        h.run_steps(1);
+        if !h.state().playground().comparison().unwrap().running() {
+            break;
+        }
+    }
+    let comparison = h.state().playground().comparison().unwrap();
+    let (affine, analytic) = (&comparison.runs[0], &comparison.runs[1]);
+    assert!(
+        matches!(&affine.session.status, Status::Stopped(why) if why.contains("diverged")),
+        "{:?} at step {}",
+        affine.session.status,
+        affine.session.steps_done()
+    );
+    assert!(comparison.state(affine).starts_with("diverged at step"));
+    let why = flowplay::app::playground::compare::reason(affine).unwrap();
+    assert!(why.contains("learning rate"), "{why}");
+    assert!(analytic.rate > 0.0);
+    assert_eq!(analytic.session.steps_done(), comparison.budget);
+    assert_eq!(comparison.state(analytic), "done");
+    let last = analytic.session.losses.last().copied().unwrap();
+    assert!(last.is_finite(), "{last}");
+    screenshot(&mut h, "app-side-by-side-diverged");
+}
+
 /// Layer by layer: at k = N the window shows the model's own density (the
 /// main view's pixels), at k = 0 the latent normal, and "Morph" plays k from
 /// 0 to N; for a radial stack and for coupling layers.

@@ -321,6 +321,13 @@ impl Playground {
                 .get_or_insert_with(explorer::Explorer::default);
         }
         if ui
+            .button("Side by side")
+            .on_hover_text("Two to four designs trained together on this target for the same steps, with one table: parameters, quality, speed, divergence.")
+            .clicked()
+        {
+            self.open_comparison();
+        }
+        if ui
             .button("Layer by layer")
             .on_hover_text("The flow cut after its first k maps, from the latent normal to the model, and a morph between them.")
             .clicked()

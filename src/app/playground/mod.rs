@@ -4,9 +4,10 @@
 //! `settings` (what the user chose, and its URL), `session` (the run and its
 //! metrics), `picture` (what the views draw), and one file per panel:
 //! `controls` (left), `views` (centre), `curves` (bottom), plus the windows
-//! (`explorer`, `layers`, `drawing`, `help`) and `files` (uploads, exports,
-//! PNGs).
+//! (`explorer`, `layers`, `compare`, `drawing`, `help`) and `files`
+//! (uploads, exports, PNGs).
 
+pub mod compare;
 pub mod controls;
 pub mod curves;
 pub mod drawing;
@@ -58,6 +59,8 @@ struct Windows {
     explorer: Option<explorer::Explorer>,
     /// the flow cut after its first k maps
     layers: Option<layers::LayerScrubber>,
+    /// designs trained side by side
+    comparison: Option<compare::Comparison>,
     /// a radial flow edited by hand in the explorer (while paused)
     hand_model: Option<FlowModel<f64>>,
     help: bool,
@@ -449,6 +452,7 @@ impl Playground {
         self.adopt_gpu();
         self.play_when_settled();
         self.survive_a_lost_gpu();
+        self.compare_frame(ui.ctx(), budget);
         if let Some(session) = &mut self.session {
             session.frame(budget);
             if session.status == Status::Running {
@@ -473,6 +477,7 @@ impl Playground {
         self.drawing_ui(&ctx, area);
         self.explorer_ui(&ctx, area);
         self.layers_ui(&ctx, area);
+        self.comparison_ui(&ctx, area);
         self.save_requested_view(&ctx);
         self.apply_settings(ui);
     }
