@@ -2,8 +2,8 @@
 //! they name on both pages (unknown ones are named and ignored), the run bar
 //! stands in for hidden controls, the presenter's view comes from a link or
 //! the top bar and leaves by Esc, a classroom link opens its lesson with its
-//! panels hidden, and a link reproduces its run step for step whatever the
-//! machine's cores.
+//! panels hidden, a link reproduces its run step for step whatever the
+//! machine's cores, and a link opens a side-by-side comparison.
 #![cfg(all(feature = "app", not(target_arch = "wasm32")))]
 
 mod app_common;
@@ -179,4 +179,30 @@ fn a_link_reproduces_its_run_step_for_step_on_any_number_of_cores() {
     let three = losses(3);
     let n = one.len().min(three.len());
     assert_eq!(one[..n], three[..n]);
+}
+
+/// A link opens the side-by-side comparison on a preset, its runs playing
+/// (a lecturer's link to the paper's claims); the address keeps it while it
+/// is on screen; an unknown preset is named and the page opens as usual.
+#[test]
+fn a_link_opens_a_side_by_side_comparison() {
+    let mut h = harness("compare=families&spf=8");
+    h.run_steps(5);
+    let comparison = h.state().playground().comparison().expect("the window");
+    assert_eq!(comparison.runs.len(), 3);
+    assert!(comparison.running());
+    assert!(comparison.runs.iter().all(|r| r.session.steps_done() > 0));
+    let title = h.state().playground().title().unwrap();
+    assert!(title.contains("side by side on spiral | steps "), "{title}");
+    let query = h.state().query(&h.ctx);
+    assert!(query.contains("compare=families"), "{query}");
+    screenshot(&mut h, "classroom-side-by-side");
+
+    let mut bad = harness("target=moons&compare=nope");
+    bad.run_steps(2);
+    bad.get_by_label_contains(
+        "compare=nope was not used: one of radial-vs-coupling, affine-vs-analytic, families",
+    );
+    assert!(bad.state().playground().comparison().is_none());
+    assert!(!bad.state().query(&bad.ctx).contains("compare"));
 }

@@ -6,8 +6,9 @@
 // screenshots in web/artifacts/. Exits non-zero on the first failure.
 //
 // Each mode also checks the service worker (one cache, named for this build,
-// holding the page's files) and measures the spiral recipe (the page's
-// default): training steps per second and frames per second while training.
+// holding the page's files), measures the spiral recipe (the page's default):
+// training steps per second and frames per second while training, opens a
+// classroom link and a side-by-side comparison from a link.
 //
 // The page reports its progress in the tab title
 // ("Flow Playground | rings | GPU | step N | loss L (first F)"): with WebGPU the
@@ -143,6 +144,7 @@ async function runMode(name, { args, device }, base) {
   const spiral = await measureSpiral(page, base, name);
   const lab = await measureLab(page, base, name);
   const lesson = await openLesson(page, base, name);
+  const compared = await sideBySide(page, base, name);
   const reloaded = await reloadKeepsTheRun(browser, base, name, errors);
   const phone = await onAPhone(browser, base, name, errors);
   if (errors.length) throw new Error(`${name}: console errors:\n${errors.join('\n')}`);
@@ -150,7 +152,7 @@ async function runMode(name, { args, device }, base) {
   console.log(`${name}: ok on the ${device} (first paint ${firstPaint} ms; step ${trained.step} in ${seconds.toFixed(1)} s, loss ${trained.first} -> ${trained.loss}; ${cache})`);
   console.log(`${name}: spiral recipe: ${spiral.stepsPerSecond.toFixed(1)} steps/s, ${spiral.fps.toFixed(1)} frames/s over ${spiral.seconds.toFixed(1)} s`);
   console.log(`${name}: phi^4 lab (L=8, broken point, ${lab.device}): ${lab.stepsPerSecond.toFixed(1)} steps/s, ${lab.fps.toFixed(1)} frames/s, ${lab.msPerStep} ms a training step, ESS/N ${lab.ess} at step ${lab.step}`);
-  console.log(`${name}: ${lesson}; ${reloaded}; ${phone}`);
+  console.log(`${name}: ${lesson}; ${compared}; ${reloaded}; ${phone}`);
 }
 
 /** Collects console errors (and touch interventions, whatever their level) of `page`. */
@@ -270,6 +272,22 @@ async function openLesson(page, base, name) {
     throw new Error(`${name}: the address lost the classroom mode: ${page.url()}`);
   }
   return `a classroom link opens its lesson playing, presenting, curves and top bar hidden (step ${await step()})`;
+}
+
+/** A side-by-side link: three designs train together (the tab's title carries each run's steps). */
+async function sideBySide(page, base, name) {
+  await page.goto(`${base}/?compare=families&spf=8`);
+  const steps = async () => (/steps ([\d/]+) of/.exec(await page.title())?.[1] ?? '').split('/').map(Number);
+  await waitFor(page, 'the three designs to train', async () => {
+    const s = await steps();
+    return s.length === 3 && s.every((k) => k >= 8);
+  });
+  await page.waitForTimeout(1000);
+  await page.screenshot({ path: join(artifacts, `${name}-side-by-side.png`) });
+  if (!page.url().includes('compare=families')) {
+    throw new Error(`${name}: the address lost the comparison: ${page.url()}`);
+  }
+  return `a side-by-side link trains three designs together (steps ${(await steps()).join('/')})`;
 }
 
 /** The service worker is active with one cache, named for this build, that holds the wasm. */

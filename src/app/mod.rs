@@ -117,6 +117,11 @@ impl PlaygroundApp {
         {
             app.warn(format!("The link's lesson={id} was not used: {why}."));
         }
+        if let Some(id) = query::compare_in(query)
+            && let Err(why) = app.playground.open_comparison_preset(id)
+        {
+            app.warn(format!("The link's compare={id} was not used: {why}."));
+        }
         app.classroom = Classroom::from_query(query);
         // the presenter's text size, unless the link names its own
         app.presenter_zoom_pending =

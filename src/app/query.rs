@@ -28,7 +28,7 @@ pub fn entries(query: &str) -> impl Iterator<Item = (&str, &str, &str)> {
 /// and not handed on.
 pub fn apply_query(query: &str, mut apply: impl FnMut(&str, &str) -> Entry) -> Vec<String> {
     entries(query)
-        .filter(|(_, key, _)| *key != LESSON_KEY)
+        .filter(|(_, key, _)| *key != LESSON_KEY && *key != COMPARE_KEY)
         .filter_map(|(pair, key, value)| {
             let entry = Appearance::default()
                 .apply(key, value)
@@ -47,6 +47,18 @@ pub const LESSON_KEY: &str = "lesson";
 pub fn lesson_in(query: &str) -> Option<&str> {
     entries(query)
         .find(|(_, key, _)| *key == LESSON_KEY)
+        .map(|(_, _, value)| value)
+}
+
+/// The link entry that opens the playground's side-by-side comparison on a
+/// preset (`compare=families`): read by [`compare_in`], never handed to a
+/// page's settings.
+pub const COMPARE_KEY: &str = "compare";
+
+/// The comparison preset a link names, if it names one.
+pub fn compare_in(query: &str) -> Option<&str> {
+    entries(query)
+        .find(|(_, key, _)| *key == COMPARE_KEY)
         .map(|(_, _, value)| value)
 }
 

@@ -105,6 +105,8 @@ impl Design {
 
 /// A ready comparison: its target, learning rate, designs and budget.
 pub struct Preset {
+    /// its name in a link (`compare=radial-vs-coupling`)
+    pub id: &'static str,
     pub name: &'static str,
     /// what it shows, for the hover text
     pub about: &'static str,
@@ -121,6 +123,7 @@ pub fn presets() -> Vec<Preset> {
     use FlowKind::*;
     vec![
         Preset {
+            id: "radial-vs-coupling",
             name: "radial vs coupling (rings)",
             about: "A direct radial flow of 36 parameters against a coupling flow of about \
                     270,000 on radial data: the table shows which fits better, and at what cost \
@@ -135,6 +138,7 @@ pub fn presets() -> Vec<Preset> {
             budget: 1000,
         },
         Preset {
+            id: "affine-vs-analytic",
             name: "affine vs analytic coupling (moons, lr 0.01)",
             about: "Coupling flows with affine (RealNVP) and with cubic rational maps at a large \
                     step: the affine one diverges and stops, the analytic one trains on.",
@@ -148,6 +152,7 @@ pub fn presets() -> Vec<Preset> {
             budget: 600,
         },
         Preset {
+            id: "families",
             name: "three families (spiral)",
             about: "The angle-dependent radial flow with each analytic family, the same number \
                     of maps.",
@@ -162,6 +167,16 @@ pub fn presets() -> Vec<Preset> {
             budget: 1500,
         },
     ]
+}
+
+/// The preset a link names.
+pub fn preset(id: &str) -> Result<Preset, String> {
+    let all = presets();
+    let ids: Vec<&str> = all.iter().map(|p| p.id).collect();
+    let names = ids.join(", ");
+    all.into_iter()
+        .find(|p| p.id == id)
+        .ok_or_else(|| format!("one of {names}"))
 }
 
 /// One design's run and the texture of its density.
@@ -186,6 +201,8 @@ pub struct Comparison {
     pub runs: Vec<CompareRun>,
     /// why the runs could not start
     pub message: Option<String>,
+    /// the preset taken, while its target, designs and budget are kept
+    preset: Option<&'static str>,
 }
 
 impl Comparison {
@@ -208,7 +225,40 @@ impl Comparison {
             budget: DEFAULT_BUDGET,
             runs: Vec::new(),
             message: None,
+            preset: None,
         }
+    }
+
+    /// The preset this comparison still is, for the page's address.
+    pub fn link_id(&self) -> Option<&'static str> {
+        let id = self.preset?;
+        let p = preset(id).ok()?;
+        let same = self.base.target == TargetChoice::Preset(p.target)
+            && self.base.learning_rate == p.learning_rate
+            && self.base.batch == p.batch
+            && self.designs == p.designs
+            && self.budget == p.budget;
+        same.then_some(id)
+    }
+
+    /// The tab's title while runs are on screen: each run's steps and state.
+    pub fn title(&self) -> Option<String> {
+        if self.runs.is_empty() {
+            return None;
+        }
+        let steps: Vec<String> = self
+            .runs
+            .iter()
+            .map(|r| r.session.steps_done().to_string())
+            .collect();
+        let states: Vec<String> = self.runs.iter().map(|r| self.state(r)).collect();
+        Some(format!(
+            "Flow Playground | side by side on {} | steps {} of {} | {}",
+            self.base.target.label(),
+            steps.join("/"),
+            self.budget,
+            states.join(", ")
+        ))
     }
 
     /// Takes a preset's target, learning rate, designs and budget (and
@@ -222,6 +272,7 @@ impl Comparison {
         self.budget = preset.budget;
         self.runs.clear();
         self.message = None;
+        self.preset = Some(preset.id);
     }
 
     /// Builds one run per design, paused at step 0; a design that cannot be
@@ -365,6 +416,20 @@ impl Playground {
             };
             self.windows.comparison = Some(Comparison::new(self.settings.clone(), custom));
         }
+    }
+
+    /// Opens the side-by-side window on the preset `id` (a link's
+    /// `compare=`), its runs started and playing.
+    pub fn open_comparison_preset(&mut self, id: &str) -> Result<(), String> {
+        let preset = preset(id)?;
+        self.open_comparison();
+        if let Some(comparison) = &mut self.windows.comparison {
+            comparison.apply(&preset);
+            let (devices, prefer_gpu) = (&self.devices, self.prefer_gpu);
+            comparison.start(|| devices.offer(prefer_gpu), devices.cpu_threads);
+            comparison.toggle_play();
+        }
+        Ok(())
     }
 
     /// The side-by-side comparison, while its window is open.

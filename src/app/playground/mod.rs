@@ -174,7 +174,17 @@ impl Playground {
     /// The page's address for the run on screen (an upload or a drawing
     /// cannot travel in a link: the target is left out for them).
     pub fn query(&self) -> Option<String> {
-        self.session.as_ref().map(|s| s.settings.to_query())
+        let compare = self
+            .windows
+            .comparison
+            .as_ref()
+            .and_then(|c| c.link_id())
+            .map_or(String::new(), |id| {
+                format!("&{}={id}", crate::app::query::COMPARE_KEY)
+            });
+        self.session
+            .as_ref()
+            .map(|s| s.settings.to_query() + &compare)
     }
 
     /// Starts over from the settings (a new model at step 0); the run on
@@ -551,6 +561,9 @@ impl Playground {
     /// The run's progress for the browser tab's title (the end-to-end tests
     /// read it).
     pub fn title(&self) -> Option<String> {
+        if let Some(title) = self.windows.comparison.as_ref().and_then(|c| c.title()) {
+            return Some(title);
+        }
         let session = self.session.as_ref()?;
         let device = if session.on_gpu() { "GPU" } else { "CPU" };
         let name = session.settings.target.label();
