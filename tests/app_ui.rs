@@ -28,8 +28,8 @@ fn harness(settings: Settings) -> Harness<'static, PlaygroundApp> {
         .build_eframe(move |_cc| PlaygroundApp::with_settings(settings).with_train_budget(BUDGET))
 }
 
-/// The app on the GPU it finds (lavapipe here).
-fn gpu_harness(settings: Settings) -> Harness<'static, PlaygroundApp> {
+/// The app with the GPU it finds (lavapipe here), as it starts for a user.
+fn found_gpu_harness(settings: Settings) -> Harness<'static, PlaygroundApp> {
     Harness::builder()
         .with_size([1280.0, 800.0])
         .wgpu()
@@ -38,6 +38,41 @@ fn gpu_harness(settings: Settings) -> Harness<'static, PlaygroundApp> {
             app.find_gpu();
             app
         })
+}
+
+/// The app on the GPU it finds (lavapipe, a software adapter, so chosen by
+/// hand as a user may).
+fn gpu_harness(settings: Settings) -> Harness<'static, PlaygroundApp> {
+    Harness::builder()
+        .with_size([1280.0, 800.0])
+        .wgpu()
+        .build_eframe(move |_cc| {
+            let mut app = PlaygroundApp::with_settings(settings).with_train_budget(BUDGET);
+            app.find_gpu();
+            app.choose_gpu(true);
+            app
+        })
+}
+
+/// A software adapter (lavapipe here) is offered, not chosen: the playground
+/// starts on the CPU and says why, and "train on the GPU" moves the run there
+/// (the address then keeps the choice).
+#[test]
+fn an_emulated_gpu_is_offered_not_chosen() {
+    use flowplay::app::host::CpuReason;
+    let mut h = found_gpu_harness(small("rings", FlowKind::Radial));
+    h.run_steps(3);
+    let session = h.state().playground().session().unwrap();
+    assert!(!session.on_gpu(), "backend: {}", session.device());
+    assert_eq!(session.cpu_reason(), Some(&CpuReason::SoftwareAdapter));
+    assert!(!h.state().playground().prefers_gpu());
+    h.get_by_label_contains("the GPU is emulated in software");
+    h.get_by_label_contains("is emulated in software: the CPU trains faster here");
+    h.get_by_label("train on the GPU").click();
+    h.run_steps(3);
+    let session = h.state().playground().session().unwrap();
+    assert!(session.on_gpu(), "backend: {}", session.device());
+    assert!(h.state().query(&h.ctx).contains("gpu=on"));
 }
 
 /// Runs `rounds` batches of frames with pauses between them, so the views

@@ -110,8 +110,9 @@ async function runMode(name, { args, device }, base) {
   });
   page.on('pageerror', (e) => errors.push(String(e)));
   const started = Date.now();
-  // a shared link: a radial flow on the rings, with one setting the page must ignore
-  await page.goto(`${base}/?target=rings&flow=radial&family=cubic&stack=8&batch=256&spf=64&lr=0.01&colour=red`);
+  // a shared link: a radial flow on the rings, with one setting the page must
+  // ignore, asking for the GPU (Chromium's here is emulated: not chosen unasked)
+  await page.goto(`${base}/?target=rings&flow=radial&family=cubic&stack=8&batch=256&spf=64&lr=0.01&colour=red&gpu=on`);
   await waitFor(page, 'the page to start', async () => (await page.title()).includes('step 0'));
   const firstPaint = Date.now() - started;
   // in a browser the GPU is found asynchronously; the run moves there before it starts
@@ -141,7 +142,17 @@ async function runMode(name, { args, device }, base) {
     throw new Error(`${name}: the address does not follow the run: ${address}`);
   }
   const cache = await serviceWorkerCache(page);
+  // the page's default run: on the CPU in both modes (Chromium's WebGPU here is
+  // a software adapter, which the page sets aside), and with WebGPU on, the
+  // same run asked onto the emulated GPU
   const spiral = await measureSpiral(page, base, name);
+  if (spiral.device !== 'CPU') {
+    throw new Error(`${name}: the spiral trained on the ${spiral.device}; a software adapter should leave it on the CPU`);
+  }
+  const spiralGpu = device === 'GPU' ? await measureSpiral(page, base, name, '?gpu=on', 'spiral-gpu') : null;
+  if (spiralGpu && spiralGpu.device !== 'GPU') {
+    throw new Error(`${name}: gpu=on left the spiral on the ${spiralGpu.device}`);
+  }
   const lab = await measureLab(page, base, name);
   const lesson = await openLesson(page, base, name);
   const compared = await sideBySide(page, base, name);
@@ -150,7 +161,10 @@ async function runMode(name, { args, device }, base) {
   if (errors.length) throw new Error(`${name}: console errors:\n${errors.join('\n')}`);
   await browser.close();
   console.log(`${name}: ok on the ${device} (first paint ${firstPaint} ms; step ${trained.step} in ${seconds.toFixed(1)} s, loss ${trained.first} -> ${trained.loss}; ${cache})`);
-  console.log(`${name}: spiral recipe: ${spiral.stepsPerSecond.toFixed(1)} steps/s, ${spiral.fps.toFixed(1)} frames/s over ${spiral.seconds.toFixed(1)} s`);
+  console.log(`${name}: spiral recipe (${spiral.device}): ${spiral.stepsPerSecond.toFixed(1)} steps/s, ${spiral.fps.toFixed(1)} frames/s over ${spiral.seconds.toFixed(1)} s`);
+  if (spiralGpu) {
+    console.log(`${name}: spiral recipe with gpu=on (${spiralGpu.device}, emulated): ${spiralGpu.stepsPerSecond.toFixed(1)} steps/s, ${spiralGpu.fps.toFixed(1)} frames/s over ${spiralGpu.seconds.toFixed(1)} s`);
+  }
   console.log(`${name}: phi^4 lab (L=8, broken point, ${lab.device}): ${lab.stepsPerSecond.toFixed(1)} steps/s, ${lab.fps.toFixed(1)} frames/s, ${lab.msPerStep} ms a training step, ESS/N ${lab.ess} at step ${lab.step}`);
   console.log(`${name}: ${lesson}; ${compared}; ${reloaded}; ${phone}`);
 }
@@ -311,8 +325,8 @@ async function serviceWorkerCache(page) {
 }
 
 /** Opens the default page (the spiral recipe), trains ~10 s, and measures. */
-async function measureSpiral(page, base, name) {
-  await page.goto(`${base}/`);
+async function measureSpiral(page, base, name, query = '', label = 'spiral') {
+  await page.goto(`${base}/${query}`);
   await waitFor(page, 'the spiral page', async () => (await page.title()).includes('spiral'));
   await page.waitForTimeout(1000); // the GPU, if any, is adopted before play
   await page.mouse.click(1000, 600);
@@ -330,9 +344,10 @@ async function measureSpiral(page, base, name) {
     requestAnimationFrame(tick);
   }));
   const end = { step: progress(await page.title()).step, at: Date.now() };
-  await page.screenshot({ path: join(artifacts, `${name}-spiral.png`) });
+  const device = /\| (GPU|CPU) \|/.exec(await page.title())?.[1];
+  await page.screenshot({ path: join(artifacts, `${name}-${label}.png`) });
   const seconds = (end.at - start.at) / 1000;
-  return { stepsPerSecond: (end.step - start.step) / seconds, fps: frames.n / (frames.ms / 1000), seconds };
+  return { stepsPerSecond: (end.step - start.step) / seconds, fps: frames.n / (frames.ms / 1000), seconds, device };
 }
 
 const server = await serve();

@@ -117,6 +117,11 @@ impl PlaygroundApp {
         {
             app.warn(format!("The link's lesson={id} was not used: {why}."));
         }
+        match query::gpu_in(query) {
+            Some(Ok(gpu)) => app.playground.choose_gpu(gpu),
+            Some(Err(why)) => app.warn(format!("The link chose no device: {why}.")),
+            None => {}
+        }
         if let Some(id) = query::compare_in(query)
             && let Err(why) = app.playground.open_comparison_preset(id)
         {
@@ -172,6 +177,12 @@ impl PlaygroundApp {
     /// later and a run that has not started moves there).
     pub fn find_gpu(&mut self) {
         self.devices.find();
+    }
+
+    /// Trains the playground on the GPU (`true`, an emulated one included)
+    /// or the CPU, as a user's choice (a link's `gpu=on`).
+    pub fn choose_gpu(&mut self, gpu: bool) {
+        self.playground.choose_gpu(gpu);
     }
 
     /// The 2D playground.

@@ -28,7 +28,7 @@ pub fn entries(query: &str) -> impl Iterator<Item = (&str, &str, &str)> {
 /// and not handed on.
 pub fn apply_query(query: &str, mut apply: impl FnMut(&str, &str) -> Entry) -> Vec<String> {
     entries(query)
-        .filter(|(_, key, _)| *key != LESSON_KEY && *key != COMPARE_KEY)
+        .filter(|(_, key, _)| ![LESSON_KEY, COMPARE_KEY, GPU_KEY].contains(key))
         .filter_map(|(pair, key, value)| {
             let entry = Appearance::default()
                 .apply(key, value)
@@ -60,6 +60,22 @@ pub fn compare_in(query: &str) -> Option<&str> {
     entries(query)
         .find(|(_, key, _)| *key == COMPARE_KEY)
         .map(|(_, _, value)| value)
+}
+
+/// The link entry that chooses where the playground trains (`gpu=on`, even on
+/// an emulated GPU; `gpu=off`, the CPU): read by [`gpu_in`].
+pub const GPU_KEY: &str = "gpu";
+
+/// The device a link chooses: `Some(Ok(true))` for the GPU, `Some(Ok(false))`
+/// for the CPU, `Some(Err(why))` for a value that is neither.
+pub fn gpu_in(query: &str) -> Option<Result<bool, String>> {
+    entries(query)
+        .find(|(_, key, _)| *key == GPU_KEY)
+        .map(|(_, _, value)| match value {
+            "on" => Ok(true),
+            "off" => Ok(false),
+            other => Err(format!("gpu={other} is neither on nor off")),
+        })
 }
 
 /// The app's own entries, which every page's link may carry: the theme and

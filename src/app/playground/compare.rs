@@ -423,10 +423,10 @@ impl Playground {
     pub fn open_comparison_preset(&mut self, id: &str) -> Result<(), String> {
         let preset = preset(id)?;
         self.open_comparison();
+        let offer = self.offer();
         if let Some(comparison) = &mut self.windows.comparison {
             comparison.apply(&preset);
-            let (devices, prefer_gpu) = (&self.devices, self.prefer_gpu);
-            comparison.start(|| devices.offer(prefer_gpu), devices.cpu_threads);
+            comparison.start(|| offer.clone(), self.devices.cpu_threads);
             comparison.toggle_play();
         }
         Ok(())
@@ -457,10 +457,11 @@ impl Playground {
     /// The side-by-side window: presets, the designs, the buttons, the small
     /// multiples and the table.
     pub(super) fn comparison_ui(&mut self, ctx: &egui::Context, area: egui::Rect) {
+        let offer = self.offer();
         let Some(comparison) = &mut self.windows.comparison else {
             return;
         };
-        let (devices, prefer_gpu, overlays) = (&self.devices, self.prefer_gpu, self.views.overlays);
+        let (threads, overlays) = (self.devices.cpu_threads, self.views.overlays);
         let scale = self.views.scale;
         let mut open = true;
         egui::Window::new("Side by side")
@@ -488,7 +489,7 @@ impl Playground {
                         .on_hover_text("Builds every design afresh at step 0 and plays them.")
                         .clicked()
                     {
-                        comparison.start(|| devices.offer(prefer_gpu), devices.cpu_threads);
+                        comparison.start(|| offer.clone(), threads);
                         comparison.toggle_play();
                     }
                     if started {

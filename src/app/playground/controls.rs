@@ -285,14 +285,21 @@ impl Playground {
         if move_here {
             self.move_run(true);
         }
+        let mut gpu = self.prefer_gpu;
         if ui
-            .checkbox(&mut self.prefer_gpu, "train on the GPU")
+            .checkbox(&mut gpu, "train on the GPU")
             .on_hover_text(
                 "Where there is a GPU; untick to compare with the CPU. A new run starts at once.",
             )
             .changed()
         {
-            self.reset();
+            self.choose_gpu(gpu);
+        }
+        if let Some(g) = self.devices.context().filter(|g| g.software && !gpu) {
+            ui.label(format!(
+                "{} is emulated in software: the CPU trains faster here.",
+                g.adapter_name
+            ));
         }
     }
 

@@ -24,7 +24,7 @@ pub mod views;
 use super::classroom::{Classroom, Panel, run_bar_ui, side_panels_ui};
 use super::devices::Devices;
 use super::files::UploadSlot;
-use super::host::CpuReason;
+use super::host::{CpuReason, GpuOffer};
 use crate::bijection::Family;
 use crate::flow::FlowModel;
 use crate::target::Target;
@@ -97,8 +97,13 @@ pub struct Playground {
     windows: Windows,
     /// the page's GPU
     devices: Devices,
-    /// train on the GPU when there is one (the user may choose the CPU)
+    /// train on the GPU when there is one (the user may choose the CPU; a
+    /// software adapter is not chosen unless the user asks for it)
     prefer_gpu: bool,
+    /// whether the user (the checkbox, a link's `gpu=`) chose where to train
+    gpu_chosen: bool,
+    /// whether the GPU found has been weighed (a software one set aside)
+    gpu_weighed: bool,
     /// the page's frame rate, for the readout
     frames_per_second: f64,
     /// a lesson's run opened while the browser is still looking for a GPU:
@@ -127,6 +132,8 @@ impl Playground {
             windows: Windows::default(),
             devices,
             prefer_gpu: true,
+            gpu_chosen: false,
+            gpu_weighed: false,
             frames_per_second: 0.0,
             play_at: None,
         };
@@ -182,9 +189,17 @@ impl Playground {
             .map_or(String::new(), |id| {
                 format!("&{}={id}", crate::app::query::COMPARE_KEY)
             });
+        let gpu = match (self.gpu_chosen, self.prefer_gpu) {
+            (false, _) => String::new(),
+            (true, on) => format!(
+                "&{}={}",
+                crate::app::query::GPU_KEY,
+                if on { "on" } else { "off" }
+            ),
+        };
         self.session
             .as_ref()
-            .map(|s| s.settings.to_query() + &compare)
+            .map(|s| s.settings.to_query() + &compare + &gpu)
     }
 
     /// Starts over from the settings (a new model at step 0); the run on
@@ -207,7 +222,7 @@ impl Playground {
             },
             model: self.imported.take(),
         };
-        let offer = self.devices.offer(self.prefer_gpu);
+        let offer = self.offer();
         match Session::new(
             self.settings.clone(),
             start,
@@ -391,11 +406,45 @@ impl Playground {
         }
     }
 
-    /// Moves a CPU run that has not started onto a GPU that has just been found.
+    /// The GPU a new run is offered, or why none: a software adapter (an
+    /// emulated GPU, 10 to 40 times slower than this page's CPU trainer where
+    /// measured) only when the user asked for the GPU.
+    pub(super) fn offer(&self) -> GpuOffer {
+        match self.devices.context() {
+            Some(gpu) if self.prefer_gpu => Ok(gpu),
+            Some(gpu) if gpu.software => Err(CpuReason::SoftwareAdapter),
+            Some(_) => Err(CpuReason::Chosen),
+            None => Err(CpuReason::NoGpu),
+        }
+    }
+
+    /// Whether new runs are offered the GPU (once one is found).
+    pub fn prefers_gpu(&self) -> bool {
+        self.prefer_gpu
+    }
+
+    /// Trains on the GPU (`true`) or the CPU from now on, as the user chose
+    /// (a software adapter included); the run on screen starts again there.
+    pub fn choose_gpu(&mut self, gpu: bool) {
+        self.prefer_gpu = gpu;
+        self.gpu_chosen = true;
+        self.reset();
+    }
+
+    /// Weighs a GPU that has just been found (a software one is set aside
+    /// unless the user chose the GPU), and moves a run that has not started
+    /// onto it, or notes why it stays on the CPU.
     fn adopt_gpu(&mut self) {
+        let Some(gpu) = self.devices.context() else {
+            return;
+        };
+        if !self.gpu_weighed {
+            self.gpu_weighed = true;
+            if gpu.software && !self.gpu_chosen {
+                self.prefer_gpu = false;
+            }
+        }
         if let Some(session) = &self.session
-            && self.devices.context().is_some()
-            && self.prefer_gpu
             && session.steps_done() == 0
             && session.cpu_reason() == Some(&CpuReason::NoGpu)
         {
