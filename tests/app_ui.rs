@@ -512,6 +512,46 @@ fn a_diverging_design_stops_alone() {
     screenshot(&mut h, "app-side-by-side-diverged");
 }
 
+/// A paused run on the CPU redraws its density on a finer grid, as fine as
+/// the flow's estimated cost allows (a radial flow of 8 maps: 256 x 256; a
+/// coupling flow of 4 x 32: 128 x 128), while a training one draws the
+/// training size; the finer picture is the model's exact log q at its grid's
+/// points.
+#[test]
+fn a_paused_view_is_redrawn_finer() {
+    use flowplay::app::playground::picture::grid_points;
+    use flowplay::train::metrics::log_q;
+    for (flow, paused, training) in [(FlowKind::Radial, 256, 96), (FlowKind::Coupling, 128, 48)] {
+        let mut h = harness(small("rings", flow));
+        h.run_steps(3);
+        let picture = &h.state().playground().session().unwrap().picture;
+        assert_eq!(picture.n, paused, "{flow:?} paused");
+        let (_, model) = picture.model.clone().unwrap();
+        let exact = log_q(model.as_flow(), &grid_points(paused));
+        let worst = exact
+            .iter()
+            .zip(&picture.log_q)
+            .map(|(a, &b)| (a - b as f64).abs())
+            .fold(0.0, f64::max);
+        assert!(
+            worst < 1e-3,
+            "{flow:?}: the finer density is off by {worst}"
+        );
+        h.get_by_label("Play").click();
+        h.run_steps(3);
+        let session = h.state().playground().session().unwrap();
+        assert!(session.steps_done() > 0);
+        assert_eq!(session.picture.n, training, "{flow:?} training");
+        h.get_by_label("Pause").click();
+        h.run_steps(3);
+        let session = h.state().playground().session().unwrap();
+        assert_eq!(session.picture.n, paused, "{flow:?} paused again");
+        if flow == FlowKind::Coupling {
+            screenshot(&mut h, "app-paused-sharp-coupling");
+        }
+    }
+}
+
 /// Layer by layer: at k = N the window shows the model's own density (the
 /// main view's pixels), at k = 0 the latent normal, and "Morph" plays k from
 /// 0 to N; for a radial stack and for coupling layers.

@@ -7,7 +7,7 @@
 //! [`FOLLOW_EVERY`] while training and at once while paused.
 
 use super::Playground;
-use super::picture::{Picture, cpu_picture, latent_picture};
+use super::picture::{Picture, cpu_picture_at, grid_size, latent_picture};
 use super::session::Status;
 use super::views::model_ui;
 use crate::app::widgets::colour::{image, normalized};
@@ -34,6 +34,8 @@ pub struct LayerScrubber {
     taken: Option<Instant>,
     /// pictures of the model cut after k maps, by k (computed as they are asked for)
     pictures: Vec<Option<Picture>>,
+    /// their density grid's size: the main view's
+    size: usize,
     texture: Option<(usize, egui::TextureHandle)>,
 }
 
@@ -43,9 +45,11 @@ impl LayerScrubber {
         self.pictures.get(self.scrubber.k).and_then(Option::as_ref)
     }
 
-    /// Takes `model` (from the run's picture `version`) as the one shown.
-    fn take(&mut self, model: (usize, FlowModel<f64>), version: u64) {
+    /// Takes `model` (from the run's picture `version`, drawn at `size`) as
+    /// the one shown.
+    fn take(&mut self, model: (usize, FlowModel<f64>), version: u64, size: usize) {
         let n = model.1.n_maps();
+        self.size = if size > 0 { size } else { grid_size(&model.1) };
         self.scrubber.set_n(n);
         self.model = Some(model);
         self.version = version;
@@ -65,8 +69,8 @@ impl LayerScrubber {
         }
         let mut rng = Rng::seeded(SAMPLES_SEED);
         let picture = match model.prefix(k) {
-            Some(cut) => cpu_picture(cut, *step, &mut rng),
-            None => latent_picture(model, &mut rng),
+            Some(cut) => cpu_picture_at(cut, *step, &mut rng, self.size),
+            None => latent_picture(model, &mut rng, self.size),
         };
         if let Some(slot) = self.pictures.get_mut(k) {
             *slot = Some(picture);
@@ -116,7 +120,7 @@ impl Playground {
                 && !layers.scrubber.morphing()
                 && let Some(model) = session.picture.model.clone().or_else(|| session.model())
             {
-                layers.take(model, session.picture_version);
+                layers.take(model, session.picture_version, session.picture.n);
             }
         }
         layers.scrubber.advance();

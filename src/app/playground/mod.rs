@@ -514,7 +514,7 @@ impl Playground {
         self.compare_frame(ui.ctx(), budget);
         if let Some(session) = &mut self.session {
             session.frame(budget);
-            if session.status == Status::Running {
+            if session.status == Status::Running || session.wants_frame() {
                 ui.ctx().request_repaint();
             } else if session.on_gpu() {
                 // GPU results arrive asynchronously

@@ -2,7 +2,9 @@
 //! through the [`TrainerHost`]), its loss history and metrics, and what the
 //! views draw, refreshed on a schedule so training keeps most of each frame.
 
-use super::picture::{Picture, PictureJob, cpu_picture, grid_points, latent_samples};
+use super::picture::{
+    Picture, PictureJob, cpu_density, cpu_picture, grid_points, latent_samples, sharp_size,
+};
 use super::settings::{Settings, loss_for};
 use crate::app::host::{CpuReason, GpuOffer, HostSpec, Progress, TrainerHost};
 use crate::app::rate::RateMeter;
@@ -86,6 +88,8 @@ pub struct Session {
     pub metrics: Vec<Metrics>,
     /// how long the last CPU redraw of the views took
     picture_cost: Duration,
+    /// a paused CPU run's density is to be redrawn finer next frame
+    sharpen: bool,
     /// when the metrics were last measured
     last_metrics: Option<Instant>,
     /// target samples never trained on (sample targets)
@@ -150,6 +154,7 @@ impl Session {
             step_meter: RateMeter::new(),
             metrics: Vec::new(),
             picture_cost: Duration::ZERO,
+            sharpen: false,
             last_metrics: None,
             held_out: Vec::new(),
             target_grid: None,
@@ -250,7 +255,32 @@ impl Session {
         let due = running && self.last_picture.elapsed() >= self.picture_interval();
         if self.picture_wanted || due || stopped_now {
             self.refresh_picture();
+        } else if self.sharpen && !running {
+            self.sharpen_picture();
         }
+    }
+
+    /// Whether the next frame has work without input (a paused view to
+    /// redraw finer).
+    pub fn wants_frame(&self) -> bool {
+        self.sharpen && self.status != Status::Running
+    }
+
+    /// Redraws a paused CPU run's density at the finer grid the CPU can
+    /// afford ([`sharp_size`]); the samples, the grid lines and the metrics
+    /// (measured on the training views' grid) stay.
+    fn sharpen_picture(&mut self) {
+        self.sharpen = false;
+        let Some((_, model)) = &self.picture.model else {
+            return;
+        };
+        let n = sharp_size(model);
+        if n <= self.picture.n {
+            return;
+        }
+        self.picture.log_q = cpu_density(&model.cast(), n);
+        self.picture.n = n;
+        self.picture_version += 1;
     }
 
     /// One training step now (paused afterwards), and the views redrawn.
@@ -384,6 +414,7 @@ impl Session {
         self.picture = cpu_picture(model, step, &mut self.rng);
         self.picture_version += 1;
         self.picture_wanted = false;
+        self.sharpen = self.status != Status::Running;
         self.last_picture = Instant::now();
         self.record_metrics();
         self.picture_cost = started.elapsed();
