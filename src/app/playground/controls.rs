@@ -297,7 +297,7 @@ impl Playground {
         }
         if let Some(g) = self.devices.context().filter(|g| g.software && !gpu) {
             ui.label(format!(
-                "{} is emulated in software: the CPU trains faster here.",
+                "The GPU here ({}) is emulated in software: the CPU trains faster here.",
                 g.adapter_name
             ));
         }
