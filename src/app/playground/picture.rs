@@ -2,7 +2,9 @@
 //! log q on a grid over the view, model samples, and the deformed grid (latent
 //! circles and rays, or a square grid, pushed through `x_from_z`). On the CPU
 //! it is computed from the model in the frame; on the GPU by the trainer's own
-//! kernels inside its task ([`PictureJob`]).
+//! kernels inside its task ([`PictureJob`]). The grid's lines are refined where
+//! the flow bends them ([`refinement`]); a paused CPU run's density is redrawn
+//! finer ([`sharp_size`]).
 
 use crate::app::host::GpuJob;
 use crate::flow::grid::{self, DeformedGrid, Refinement};
@@ -133,8 +135,8 @@ pub fn cpu_picture_at(model: FlowModel<f64>, step: usize, rng: &mut Rng, n: usiz
 }
 
 /// The picture of no map at all, the latent space of `model`: the standard
-/// normal's density (on an n x n grid), its samples (the same latent points [`cpu_picture`]
-/// draws from the same `rng`) and the undeformed grid.
+/// normal's density (on an n x n grid), its samples (the same latent points
+/// [`cpu_picture`] draws from the same `rng`) and the undeformed grid.
 pub fn latent_picture(model: &FlowModel<f64>, rng: &mut Rng, n: usize) -> Picture {
     let points = grid_points(n);
     let log_q = points.chunks(2).map(|p| log_normal(p) as f32).collect();
@@ -253,8 +255,8 @@ fn grid_lines(radial: Option<(DVec2, DVec2)>) -> (grid::Polylines, Option<Vec2>)
 
 /// How finely the deformed grid is drawn: a segment is split where its image
 /// is longer than 0.4 (about 20 pixels of a 450-pixel view) or turns by more
-/// than 7 degrees, in up to six rounds (each halves a segment), to at most three times the points of
-/// the grid it started from (`base`).
+/// than 7 degrees, in up to six rounds (each halves a segment), to at most
+/// three times the points of the grid it started from (`base`).
 pub fn refinement(base: usize) -> Refinement {
     Refinement {
         max_length: 0.4,
