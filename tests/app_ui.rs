@@ -22,36 +22,36 @@ use flowplay::flow::FlowKind;
 const BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn harness(settings: Settings) -> Harness<'static, PlaygroundApp> {
-    Harness::builder()
-        .with_size([1280.0, 800.0])
-        .wgpu()
-        .build_eframe(move |_cc| PlaygroundApp::with_settings(settings).with_train_budget(BUDGET))
+    harness_with(settings, |_| {})
 }
 
-/// The app with the GPU it finds (lavapipe here), as it starts for a user.
-fn found_gpu_harness(settings: Settings) -> Harness<'static, PlaygroundApp> {
+/// The app with `prepare` done to it before its first frame.
+fn harness_with(
+    settings: Settings,
+    prepare: impl FnOnce(&mut PlaygroundApp) + 'static,
+) -> Harness<'static, PlaygroundApp> {
     Harness::builder()
         .with_size([1280.0, 800.0])
         .wgpu()
         .build_eframe(move |_cc| {
             let mut app = PlaygroundApp::with_settings(settings).with_train_budget(BUDGET);
-            app.find_gpu();
+            prepare(&mut app);
             app
         })
+}
+
+/// The app with the GPU it finds (lavapipe here), as it starts for a user.
+fn found_gpu_harness(settings: Settings) -> Harness<'static, PlaygroundApp> {
+    harness_with(settings, PlaygroundApp::find_gpu)
 }
 
 /// The app on the GPU it finds (lavapipe, a software adapter, so chosen by
 /// hand as a user may).
 fn gpu_harness(settings: Settings) -> Harness<'static, PlaygroundApp> {
-    Harness::builder()
-        .with_size([1280.0, 800.0])
-        .wgpu()
-        .build_eframe(move |_cc| {
-            let mut app = PlaygroundApp::with_settings(settings).with_train_budget(BUDGET);
-            app.find_gpu();
-            app.choose_gpu(true);
-            app
-        })
+    harness_with(settings, |app| {
+        app.find_gpu();
+        app.choose_gpu(true);
+    })
 }
 
 /// A software adapter (lavapipe here) is offered, not chosen: the playground

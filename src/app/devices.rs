@@ -54,11 +54,13 @@ impl Devices {
         }
     }
 
-    /// The GPU to offer a run: the one found when `wanted`, else why not.
+    /// The GPU to offer a run: the one found when `wanted`, else why not (a
+    /// software adapter not wanted is named as such).
     pub fn offer(&self, wanted: bool) -> GpuOffer {
         match self.context() {
-            Some(_) if !wanted => Err(CpuReason::Chosen),
-            Some(ctx) => Ok(ctx),
+            Some(ctx) if wanted => Ok(ctx),
+            Some(ctx) if ctx.software => Err(CpuReason::SoftwareAdapter),
+            Some(_) => Err(CpuReason::Chosen),
             None => Err(CpuReason::NoGpu),
         }
     }

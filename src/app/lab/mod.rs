@@ -132,13 +132,11 @@ impl Phi4Lab {
         lab
     }
 
-    /// The GPU a new run is offered, or why none.
+    /// The GPU a new run is offered, or why none (a lost one is none).
     fn offer(&self) -> GpuOffer {
-        match self.devices.context().filter(|g| g.lost().is_none()) {
-            Some(g) if self.prefer_gpu => Ok(g),
-            Some(g) if g.software => Err(CpuReason::SoftwareAdapter),
-            Some(_) => Err(CpuReason::Chosen),
-            None => Err(CpuReason::NoGpu),
+        match self.devices.context() {
+            Some(g) if g.lost().is_some() => Err(CpuReason::NoGpu),
+            _ => self.devices.offer(self.prefer_gpu),
         }
     }
 

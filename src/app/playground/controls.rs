@@ -247,7 +247,7 @@ impl Playground {
                 short_note_ui(ui, note);
             }
             let movable = self.devices.context().is_some()
-                && self.prefer_gpu
+                && self.prefers_gpu()
                 && !session.on_gpu()
                 && !matches!(session.cpu_reason(), Some(CpuReason::Unsupported(_)));
             look_again = self.devices.unavailable()
@@ -285,7 +285,7 @@ impl Playground {
         if move_here {
             self.move_run(true);
         }
-        let mut gpu = self.prefer_gpu;
+        let mut gpu = self.prefers_gpu();
         if ui
             .checkbox(&mut gpu, "train on the GPU")
             .on_hover_text(

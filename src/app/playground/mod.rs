@@ -97,13 +97,10 @@ pub struct Playground {
     windows: Windows,
     /// the page's GPU
     devices: Devices,
-    /// train on the GPU when there is one (the user may choose the CPU; a
-    /// software adapter is not chosen unless the user asks for it)
-    prefer_gpu: bool,
-    /// whether the user (the checkbox, a link's `gpu=`) chose where to train
-    gpu_chosen: bool,
-    /// whether the GPU found has been weighed (a software one set aside)
-    gpu_weighed: bool,
+    /// where the user (the checkbox, a link's `gpu=`) chose to train: the
+    /// GPU (`true`) or the CPU; unchosen, a GPU is used unless it is a
+    /// software adapter ([`Self::prefers_gpu`])
+    gpu_choice: Option<bool>,
     /// the page's frame rate, for the readout
     frames_per_second: f64,
     /// a lesson's run opened while the browser is still looking for a GPU:
@@ -131,9 +128,7 @@ impl Playground {
             views: Views::default(),
             windows: Windows::default(),
             devices,
-            prefer_gpu: true,
-            gpu_chosen: false,
-            gpu_weighed: false,
+            gpu_choice: None,
             frames_per_second: 0.0,
             play_at: None,
         };
@@ -189,14 +184,13 @@ impl Playground {
             .map_or(String::new(), |id| {
                 format!("&{}={id}", crate::app::query::COMPARE_KEY)
             });
-        let gpu = match (self.gpu_chosen, self.prefer_gpu) {
-            (false, _) => String::new(),
-            (true, on) => format!(
+        let gpu = self.gpu_choice.map_or(String::new(), |on| {
+            format!(
                 "&{}={}",
                 crate::app::query::GPU_KEY,
                 if on { "on" } else { "off" }
-            ),
-        };
+            )
+        });
         self.session
             .as_ref()
             .map(|s| s.settings.to_query() + &compare + &gpu)
@@ -410,41 +404,29 @@ impl Playground {
     /// emulated GPU, 10 to 40 times slower than this page's CPU trainer where
     /// measured) only when the user asked for the GPU.
     pub(super) fn offer(&self) -> GpuOffer {
-        match self.devices.context() {
-            Some(gpu) if self.prefer_gpu => Ok(gpu),
-            Some(gpu) if gpu.software => Err(CpuReason::SoftwareAdapter),
-            Some(_) => Err(CpuReason::Chosen),
-            None => Err(CpuReason::NoGpu),
-        }
+        self.devices.offer(self.prefers_gpu())
     }
 
-    /// Whether new runs are offered the GPU (once one is found).
+    /// Whether new runs are offered the GPU (once one is found): as the user
+    /// chose, else unless the one found is a software adapter.
     pub fn prefers_gpu(&self) -> bool {
-        self.prefer_gpu
+        self.gpu_choice
+            .unwrap_or_else(|| self.devices.context().is_none_or(|g| !g.software))
     }
 
     /// Trains on the GPU (`true`) or the CPU from now on, as the user chose
     /// (a software adapter included); the run on screen starts again there.
     pub fn choose_gpu(&mut self, gpu: bool) {
-        self.prefer_gpu = gpu;
-        self.gpu_chosen = true;
+        self.gpu_choice = Some(gpu);
         self.reset();
     }
 
-    /// Weighs a GPU that has just been found (a software one is set aside
-    /// unless the user chose the GPU), and moves a run that has not started
-    /// onto it, or notes why it stays on the CPU.
+    /// Starts a run that has not started and was made before a GPU was
+    /// found anew, so it goes onto the GPU or notes why it stays on the CPU
+    /// ([`Self::offer`]).
     fn adopt_gpu(&mut self) {
-        let Some(gpu) = self.devices.context() else {
-            return;
-        };
-        if !self.gpu_weighed {
-            self.gpu_weighed = true;
-            if gpu.software && !self.gpu_chosen {
-                self.prefer_gpu = false;
-            }
-        }
         if let Some(session) = &self.session
+            && self.devices.context().is_some()
             && session.steps_done() == 0
             && session.cpu_reason() == Some(&CpuReason::NoGpu)
         {
