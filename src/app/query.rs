@@ -45,9 +45,7 @@ pub const LESSON_KEY: &str = "lesson";
 
 /// The lesson a link names, if it names one.
 pub fn lesson_in(query: &str) -> Option<&str> {
-    entries(query)
-        .find(|(_, key, _)| *key == LESSON_KEY)
-        .map(|(_, _, value)| value)
+    value_in(query, LESSON_KEY)
 }
 
 /// The link entry that opens the playground's side-by-side comparison on a
@@ -57,9 +55,7 @@ pub const COMPARE_KEY: &str = "compare";
 
 /// The comparison preset a link names, if it names one.
 pub fn compare_in(query: &str) -> Option<&str> {
-    entries(query)
-        .find(|(_, key, _)| *key == COMPARE_KEY)
-        .map(|(_, _, value)| value)
+    value_in(query, COMPARE_KEY)
 }
 
 /// The link entry that chooses where the playground trains (`gpu=on`, even on
@@ -69,13 +65,18 @@ pub const GPU_KEY: &str = "gpu";
 /// The device a link chooses: `Some(Ok(true))` for the GPU, `Some(Ok(false))`
 /// for the CPU, `Some(Err(why))` for a value that is neither.
 pub fn gpu_in(query: &str) -> Option<Result<bool, String>> {
+    value_in(query, GPU_KEY).map(|value| match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("gpu={other} is neither on nor off")),
+    })
+}
+
+/// The value of the link's first entry named `name`.
+fn value_in<'q>(query: &'q str, name: &str) -> Option<&'q str> {
     entries(query)
-        .find(|(_, key, _)| *key == GPU_KEY)
-        .map(|(_, _, value)| match value {
-            "on" => Ok(true),
-            "off" => Ok(false),
-            other => Err(format!("gpu={other} is neither on nor off")),
-        })
+        .find(|(_, key, _)| *key == name)
+        .map(|(_, _, value)| value)
 }
 
 /// The app's own entries, which every page's link may carry: the theme and
