@@ -738,3 +738,137 @@ fn z2_lattice_flows_commute_with_the_reflection() {
         }
     }
 }
+
+/// How far apart two float32 results may be: a few roundings of the values
+/// along the chain (`scale`: the size of those values).
+fn close32(a: f32, b: f32, scale: f32) -> bool {
+    (a - b).abs() <= 2e-5 * scale.max(a.abs()).max(b.abs())
+}
+
+/// The lane-packed stacks ([`PackedStack`]) against the scalar `_lanes` passes in
+/// float32, for every stack of the table: the stacks the packed form covers give
+/// the scalar results (to the bit when packed from the scalar layers, to float32
+/// rounding when built from raw parameters with the vector exp), in both
+/// directions and for the gradients; the others are refused.
+#[test]
+fn packed_lanes_agree_with_the_scalar_lanes() {
+    use flowplay::bijection::lanes::{LANES, PackedStack};
+    let mut rng = Rng::seeded(0x1a9e5);
+    let mut covered = Vec::new();
+    for (name, stack) in scalar_table() {
+        let k = stack.len();
+        let p = stack.n_raw();
+        for n in [LANES, 5, 1] {
+            // each chain its own parameters, as a Fourier conditioner gives
+            let raws: Vec<f32> = (0..n)
+                .flat_map(|_| random_raw(&stack, &mut rng, 1.0))
+                .map(|v| v as f32)
+                .collect();
+            let built: Vec<Vec<Scalar<f32>>> = raws
+                .chunks(p)
+                .map(|raw| {
+                    let mut layers = Vec::new();
+                    stack.build(raw, &mut layers);
+                    layers
+                })
+                .collect();
+            let (mut from_layers, mut from_raw) = (PackedStack::new(), PackedStack::new());
+            let packs = from_layers.pack(&built);
+            assert_eq!(from_raw.build(&stack, &raws, n), packs, "{name}");
+            if !packs {
+                assert_eq!(from_layers.lanes(), 0, "{name}");
+                continue;
+            }
+            covered.push(name);
+            // points from the centre of the data to where the closed form
+            // hands over to the scalar rule (|g| beyond 1e15)
+            let points = [0.3f32, -1.7, 0.0, 4.2, -1e-30, 2e6, -7.5e5, 11.0];
+            let mut v0 = [0f32; LANES];
+            v0.copy_from_slice(&points);
+            let v0 = &v0[..n];
+            for (how, packed, exact) in
+                [("packed", &from_layers, true), ("built", &from_raw, false)]
+            {
+                let same = |a: f32, b: f32, scale: f32| {
+                    if exact {
+                        a == b || (a.is_nan() && b.is_nan())
+                    } else {
+                        close32(a, b, scale)
+                    }
+                };
+                // f(z) alone and with log f', and f^-1(x)
+                let (mut want, mut got) = (v0.to_vec(), v0.to_vec());
+                let (mut tw, mut tg) = (vec![0f32; n * k], vec![0f32; n * k]);
+                Stack::x_from_z_value_lanes(&built, &mut want, &mut tw);
+                packed.x_from_z_value(&mut got, &mut tg);
+                for i in 0..n {
+                    assert!(
+                        same(want[i], got[i], 1.0),
+                        "{name} {how} f lane {i}: {} vs {}",
+                        want[i],
+                        got[i]
+                    );
+                }
+                for sampling in [true, false] {
+                    let (mut want, mut got) = (v0.to_vec(), v0.to_vec());
+                    let (mut lw, mut lg) = (vec![0f32; n], vec![0f32; n]);
+                    if sampling {
+                        Stack::x_from_z_lanes(&built, &mut want, &mut lw, &mut tw);
+                        packed.x_from_z(&mut got, &mut lg, &mut tg);
+                    } else {
+                        Stack::z_from_x_lanes(&built, &mut want, &mut lw, &mut tw);
+                        packed.z_from_x(&mut got, &mut lg, &mut tg);
+                    }
+                    for i in 0..n {
+                        assert!(
+                            same(want[i], got[i], 1.0),
+                            "{name} {how} sampling={sampling} value lane {i}: {} vs {}",
+                            want[i],
+                            got[i]
+                        );
+                        assert!(
+                            same(lw[i], lg[i], 1.0),
+                            "{name} {how} sampling={sampling} log f' lane {i}: {} vs {}",
+                            lw[i],
+                            lg[i]
+                        );
+                    }
+                    for (j, (a, b)) in tw.iter().zip(&tg).enumerate() {
+                        assert!(same(*a, *b, 1.0), "{name} {how} trace {j}: {a} vs {b}");
+                    }
+                    // reverse mode from the same traces
+                    let ends = if sampling { want.clone() } else { v0.to_vec() };
+                    let ld_bar: Vec<f32> = (0..n).map(|i| 0.5 - 0.1 * i as f32).collect();
+                    let (mut bw, mut bg) = (vec![1f32; n], vec![1f32; n]);
+                    let (mut rw, mut rg) = (vec![0f32; n * p], vec![0f32; n * p]);
+                    if sampling {
+                        stack
+                            .x_from_z_backward_lanes(&built, &tw, &ends, &mut bw, &ld_bar, &mut rw);
+                        packed.x_from_z_backward(&tw, &ends, &mut bg, &ld_bar, &mut rg);
+                    } else {
+                        stack
+                            .z_from_x_backward_lanes(&built, &tw, &ends, &mut bw, &ld_bar, &mut rw);
+                        packed.z_from_x_backward(&tw, &ends, &mut bg, &ld_bar, &mut rg);
+                    }
+                    let scale = rw.iter().chain(&bw).fold(1f32, |m, v| m.max(v.abs()));
+                    for i in 0..n {
+                        assert!(
+                            same(bw[i], bg[i], scale),
+                            "{name} {how} sampling={sampling} input adjoint lane {i}: {} vs {}",
+                            bw[i],
+                            bg[i]
+                        );
+                    }
+                    for (j, (a, b)) in rw.iter().zip(&rg).enumerate() {
+                        assert!(
+                            same(*a, *b, scale),
+                            "{name} {how} sampling={sampling} raw adjoint {j}: {a} vs {b}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    covered.dedup();
+    assert_eq!(covered, ["cubic", "stack-8-cubic"]);
+}

@@ -27,11 +27,11 @@ pub struct Cubic<T> {
     pub b: T,
     pub beta: T,
     pub c: T,
-    da_draw: T,
-    db_draw: T,
+    pub(super) da_draw: T,
+    pub(super) db_draw: T,
     /// 2 sqrt(a / (3b)) and (3 sqrt 3 / 2) sqrt(b) / a^(3/2): the inverse's constants.
-    inv_scale: T,
-    inv_arg: T,
+    pub(super) inv_scale: T,
+    pub(super) inv_arg: T,
 }
 
 /// `(sqrt(v), v, dv/draw)` for `v = exp(2 tanh(raw / 2))`, with `tanh(raw/2)`
@@ -93,7 +93,7 @@ impl<T: Real> Cubic<T> {
     /// where `q - 1 = P / (q^2 + q + 1)` (no cancellation for small t, no
     /// overflow for large t).
     #[inline]
-    fn g_inv(&self, w: T) -> T {
+    pub(super) fn g_inv(&self, w: T) -> T {
         let t = (self.inv_arg * w).abs();
         let h = if t < T::c(1e15) {
             let p = t + t * t / ((t * t + T::one()).sqrt() + T::one());

@@ -14,6 +14,7 @@ pub mod affine;
 pub mod cubic;
 pub mod cubic_rational;
 pub mod error;
+pub mod lanes;
 pub mod sinh;
 pub mod spline;
 pub mod stack;

@@ -8,7 +8,11 @@ use crate::stats::log_normal;
 use crate::target::Target;
 use crate::train::{CpuTrainer, Loss, TrainSettings, Trainer, default_threads};
 use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// The script that trains an exported model in bijx (`--bijx`).
+const BIJX_BENCH: &str = include_str!("../../scripts/bijx/bench.py");
 
 /// Prints training steps per second for the reference recipes (direct radial
 /// and angle-dependent radial flows on the spiral, 64 x cubic; coupling flow
@@ -42,6 +46,12 @@ pub struct BenchArgs {
     /// One JSON object instead of tables
     #[arg(long)]
     json: bool,
+    /// A Python with bijx 1.3.2, jax and flax (e.g. .venv-bijx/bin/python):
+    /// the radial and coupling recipes are also trained in bijx, on the CPU, from
+    /// the same initial model (exported as `flowplay export --format bijx`
+    /// writes it), and printed beside flowplay's CPU figures
+    #[arg(long, value_name = "PYTHON")]
+    bijx: Option<PathBuf>,
 }
 
 /// One reference recipe.
@@ -129,6 +139,8 @@ struct Bench {
     batch_given: bool,
     backends: &'static [&'static str],
     json: bool,
+    /// the Python that runs bijx, when asked
+    bijx: Option<PathBuf>,
 }
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
@@ -144,6 +156,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             _ => &["cpu", "gpu"],
         },
         json: args.json,
+        bijx: args.bijx.clone(),
     };
     let recipes: Vec<Recipe> = recipes()
         .into_iter()
@@ -167,6 +180,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
 fn training_table(bench: &Bench, recipes: &[Recipe]) -> Result<Vec<Value>, String> {
     let mut rows = Vec::new();
     let mut gpu_note = None;
+    let mut bijx_note = None;
     if !bench.json {
         println!(
             "flowplay bench: CPU {} threads, f32; GPU f32 through wgpu",
@@ -178,8 +192,12 @@ fn training_table(bench: &Bench, recipes: &[Recipe]) -> Result<Vec<Value>, Strin
                 Err(e) => println!("GPU adapter: none ({e})"),
             }
         }
+        let bijx_columns = match bench.bijx {
+            Some(_) => format!(" {:>13} {:>11}", "bijx steps/s", "cpu / bijx"),
+            None => String::new(),
+        };
         println!(
-            "{:<40} {:>7} {:>12} {:>12} {:>11}",
+            "{:<40} {:>7} {:>12} {:>12} {:>11}{bijx_columns}",
             "training recipe", "batch", "cpu steps/s", "gpu steps/s", "dispatches"
         );
     }
@@ -215,7 +233,29 @@ fn training_table(bench: &Bench, recipes: &[Recipe]) -> Result<Vec<Value>, Strin
                     n => n.to_string(),
                 };
                 let (name, cpu, gpu) = (recipe.name, cell("cpu"), cell("gpu"));
-                println!("{name:<40} {batch:>7} {cpu:>12} {gpu:>12} {dispatches:>11}");
+                print!("{name:<40} {batch:>7} {cpu:>12} {gpu:>12} {dispatches:>11}");
+            }
+            if let Some(python) = &bench.bijx {
+                let ours = rates
+                    .iter()
+                    .find_map(|(b, r)| (*b == "cpu").then_some(*r).flatten());
+                let theirs = bijx_rate(python, recipe, batch, bench);
+                if let Ok(r) = &theirs {
+                    rows.push(json!({"recipe": recipe.name, "backend": "bijx", "batch": batch, "steps_per_second": r}));
+                }
+                if !bench.json {
+                    match (theirs, ours) {
+                        (Ok(r), Some(cpu)) => print!(" {r:>13.1} {:>10.1}x", cpu / r),
+                        (Ok(r), None) => print!(" {r:>13.1} {:>11}", "-"),
+                        (Err(e), _) => {
+                            print!(" {:>13} {:>11}", "n/a", "-");
+                            bijx_note.get_or_insert(e);
+                        }
+                    }
+                }
+            }
+            if !bench.json {
+                println!();
             }
         }
     }
@@ -223,6 +263,11 @@ fn training_table(bench: &Bench, recipes: &[Recipe]) -> Result<Vec<Value>, Strin
         && !bench.json
     {
         println!("gpu n/a: {note}");
+    }
+    if let Some(note) = &bijx_note
+        && !bench.json
+    {
+        println!("bijx n/a: {note}");
     }
     Ok(rows)
 }
@@ -309,6 +354,60 @@ fn train_rate(
         steps += 1;
     }
     Ok((steps as f64 / start.elapsed().as_secs_f64(), dispatches))
+}
+
+/// Steps per second of `recipe` in bijx: its initial model (as
+/// [`train_rate`] builds it) exported as a bijx script, trained by
+/// `scripts/bijx/bench.py` under `python` for about as long as flowplay's figure.
+fn bijx_rate(python: &Path, recipe: &Recipe, batch: usize, bench: &Bench) -> Result<f64, String> {
+    if !matches!(recipe.target, "spiral" | "moons") {
+        return Err(format!(
+            "the bijx bench samples the spiral and the moons, not '{}'",
+            recipe.target
+        ));
+    }
+    let target = Target::parse(recipe.target)?;
+    let model = recipe.flow.build(target.dim(), &mut Rng::seeded(0))?;
+    let script = crate::run::bijx_script::bijx_script(&model, "flowplay bench")
+        .map_err(|e| e.to_string())?;
+    let dir = std::env::temp_dir().join(format!("flowplay-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let (model_path, bench_path) = (dir.join("model.py"), dir.join("bench.py"));
+    for (path, text) in [(&model_path, script.as_str()), (&bench_path, BIJX_BENCH)] {
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let threads = if bench.threads == 1 { "1" } else { "0" };
+    let output = std::process::Command::new(python)
+        .arg(&bench_path)
+        .args(["--model", &model_path.to_string_lossy()])
+        .args(["--target", recipe.target, "--batch", &batch.to_string()])
+        .args([
+            "--seconds",
+            &bench.seconds.to_string(),
+            "--threads",
+            threads,
+        ])
+        .output()
+        .map_err(|e| format!("could not run {}: {e}", python.display()))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap_or("");
+    let figures: Value = match serde_json::from_str(last) {
+        Ok(v) if output.status.success() => v,
+        _ => {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
+            return Err(format!(
+                "{} failed ({}): {}",
+                python.display(),
+                output.status,
+                tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+            ));
+        }
+    };
+    figures["steps_per_second"]
+        .as_f64()
+        .ok_or_else(|| format!("no steps_per_second in {last}"))
 }
 
 /// The centres of an n x n grid over [-4, 4]^2, row-major.

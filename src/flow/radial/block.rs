@@ -3,6 +3,7 @@
 //! overlap in the CPU), in both directions with their reverse mode.
 
 use super::{EPS, MAX_ORDER, RadialConditioner, RadialFlow, needs_differences};
+use crate::bijection::lanes::PackedStack;
 use crate::bijection::{Scalar, Stack};
 use crate::flow::Adjoint;
 use crate::real::Real;
@@ -18,7 +19,7 @@ type BlockFn<T> =
     fn(&RadialFlow<T>, &[T], &mut [T], &mut [T], &mut Work<T>, Option<Backward<'_, T>>);
 
 /// Samples processed together: their scalar chains run in lockstep.
-pub(super) const LANES: usize = 8;
+pub(super) const LANES: usize = crate::bijection::lanes::LANES;
 
 /// Scratch space for a block of up to [`LANES`] samples.
 pub(super) struct Work<T> {
@@ -29,7 +30,15 @@ pub(super) struct Work<T> {
     u: [[T; 2]; LANES],
     /// per lane: the stack's layers for that lane's direction
     pub(super) built: Vec<Vec<Scalar<T>>>,
-    raw: Vec<T>,
+    /// the same packed lane by lane, when every layer is of a packed family
+    /// (the chains then run as vector instructions)
+    packed: PackedStack<T>,
+    packed_ok: bool,
+    /// whether `built[lane]` holds this block's layers (a packed Fourier block
+    /// builds a lane's only when a scalar pass needs it)
+    built_ok: [bool; LANES],
+    /// per lane: the Fourier conditioner's raw stack parameters
+    raws: Vec<T>,
     raw_bar: Vec<T>,
     features: Vec<T>,
     /// traces of the f(0) chains and of the main chains, lanes x K
@@ -79,7 +88,10 @@ impl<T: Real> RadialFlow<T> {
             r_in: [z; LANES],
             u: [[z; 2]; LANES],
             built: vec![shared; LANES],
-            raw: vec![z; p],
+            packed: PackedStack::new(),
+            packed_ok: false,
+            built_ok: [true; LANES],
+            raws: vec![z; LANES * p],
             raw_bar: vec![z; LANES * p],
             features: vec![z; LANES * self.spec.n_features()],
             trace0: vec![z; LANES * k],
@@ -135,17 +147,47 @@ impl<T: Real> RadialFlow<T> {
                 let features = &mut work.features[lane * nf..(lane + 1) * nf];
                 Self::fourier(order, &work.u[lane], features);
                 // raw = W features, W stored feature-major (one row of P per feature)
-                let n_raw = work.raw.len();
-                work.raw.iter_mut().for_each(|r| *r = T::zero());
+                let n_raw = self.spec.stack.n_raw();
+                let raw = &mut work.raws[lane * n_raw..(lane + 1) * n_raw];
+                raw.iter_mut().for_each(|r| *r = T::zero());
                 for (f, &phi) in features.iter().enumerate() {
                     let column = &self.body()[f * n_raw..(f + 1) * n_raw];
-                    for (r, &w) in work.raw.iter_mut().zip(column) {
+                    for (r, &w) in raw.iter_mut().zip(column) {
                         *r += w * phi;
                     }
                 }
-                self.spec.stack.build(&work.raw, &mut work.built[lane]);
+                work.built_ok[lane] = false;
             }
             work.f0[lane] = T::zero();
+        }
+        let n = work.lanes;
+        match self.spec.conditioner {
+            RadialConditioner::Fourier { .. } => {
+                // straight into packed form where the family allows it
+                work.packed_ok = work.packed.build(&self.spec.stack, &work.raws, n);
+                if !work.packed_ok {
+                    for lane in 0..n {
+                        self.ensure_built(work, lane);
+                    }
+                    work.packed_ok = work.packed.pack(&work.built[..n]);
+                }
+            }
+            RadialConditioner::Direct => {
+                // one stack for every direction: packed again only for a new lane count
+                if !(work.packed_ok && work.packed.lanes() == n) {
+                    work.packed_ok = work.packed.pack(&work.built[..n]);
+                }
+            }
+        }
+    }
+
+    /// Builds lane `lane`'s layers into `built` if this block has not yet.
+    pub(super) fn ensure_built(&self, work: &mut Work<T>, lane: usize) {
+        if !work.built_ok[lane] {
+            let n_raw = self.spec.stack.n_raw();
+            let raw = &work.raws[lane * n_raw..(lane + 1) * n_raw];
+            self.spec.stack.build(raw, &mut work.built[lane]);
+            work.built_ok[lane] = true;
         }
     }
 
@@ -161,11 +203,16 @@ impl<T: Real> RadialFlow<T> {
             }
             return;
         }
-        Stack::x_from_z_value_lanes(
-            &work.built[..n],
-            &mut work.f0[..n],
-            &mut work.trace0[..n * k],
-        );
+        if work.packed_ok {
+            work.packed
+                .x_from_z_value(&mut work.f0[..n], &mut work.trace0[..n * k]);
+        } else {
+            Stack::x_from_z_value_lanes(
+                &work.built[..n],
+                &mut work.f0[..n],
+                &mut work.trace0[..n * k],
+            );
+        }
     }
 
     /// Backward through the f(0) chains, given each lane's adjoint of f(0). With
@@ -180,6 +227,16 @@ impl<T: Real> RadialFlow<T> {
         } else {
             n
         };
+        if work.packed_ok && lanes == work.packed.lanes() {
+            work.packed.x_from_z_backward(
+                &work.trace0[..lanes * k],
+                &work.f0[..lanes],
+                &mut f0_bar[..lanes],
+                &work.zeros[..lanes],
+                &mut work.raw_bar,
+            );
+            return;
+        }
         self.spec.stack.x_from_z_backward_lanes(
             &work.built[..lanes],
             &work.trace0[..lanes * k],
@@ -299,16 +356,25 @@ impl<T: Real> RadialFlow<T> {
             work.chain_in[lane] = work.r_in[lane] + work.f0[lane];
             work.chain_out[lane] = work.chain_in[lane];
         }
-        Stack::z_from_x_lanes(
-            &work.built[..n],
-            &mut work.chain_out[..n],
-            &mut work.logd[..n],
-            &mut work.trace[..n * k],
-        );
+        if work.packed_ok {
+            work.packed.z_from_x(
+                &mut work.chain_out[..n],
+                &mut work.logd[..n],
+                &mut work.trace[..n * k],
+            );
+        } else {
+            Stack::z_from_x_lanes(
+                &work.built[..n],
+                &mut work.chain_out[..n],
+                &mut work.logd[..n],
+                &mut work.trace[..n * k],
+            );
+        }
         for lane in 0..n {
             // Near the centre r_in + f(0) drops r_in's low bits: redo the chain as
             // differences from the chain at 0.
             if needs_differences(work.f0[lane], work.r_in[lane]) {
+                self.ensure_built(work, lane);
                 work.chain_out[lane] = Stack::z_from_x_diff(
                     &work.built[lane],
                     &work.trace0[lane * k..(lane + 1) * k],
@@ -342,14 +408,24 @@ impl<T: Real> RadialFlow<T> {
             work.f0_bar[lane] = -ratio_bar * r / (r_in * r_in);
         }
         // r = f^-1(r_in + f0): its input adjoint feeds both r_in and f0.
-        self.spec.stack.z_from_x_backward_lanes(
-            &work.built[..n],
-            &work.trace[..n * k],
-            &work.chain_in[..n],
-            &mut work.bar[..n],
-            &work.ld_bar[..n],
-            &mut work.raw_bar,
-        );
+        if work.packed_ok {
+            work.packed.z_from_x_backward(
+                &work.trace[..n * k],
+                &work.chain_in[..n],
+                &mut work.bar[..n],
+                &work.ld_bar[..n],
+                &mut work.raw_bar,
+            );
+        } else {
+            self.spec.stack.z_from_x_backward_lanes(
+                &work.built[..n],
+                &work.trace[..n * k],
+                &work.chain_in[..n],
+                &mut work.bar[..n],
+                &work.ld_bar[..n],
+                &mut work.raw_bar,
+            );
+        }
         self.offsets_backward(work, work.bar);
         for lane in 0..n {
             let r_in_bar = work.f0_bar[lane] + work.bar[lane];
@@ -375,18 +451,27 @@ impl<T: Real> RadialFlow<T> {
         self.offsets(work);
         let n = work.lanes;
         work.chain_out[..n].copy_from_slice(&work.r_in[..n]);
-        Stack::x_from_z_lanes(
-            &work.built[..n],
-            &mut work.chain_out[..n],
-            &mut work.logd[..n],
-            &mut work.trace[..n * k],
-        );
+        if work.packed_ok {
+            work.packed.x_from_z(
+                &mut work.chain_out[..n],
+                &mut work.logd[..n],
+                &mut work.trace[..n * k],
+            );
+        } else {
+            Stack::x_from_z_lanes(
+                &work.built[..n],
+                &mut work.chain_out[..n],
+                &mut work.logd[..n],
+                &mut work.trace[..n * k],
+            );
+        }
         for lane in 0..n {
             let f0 = work.f0[lane];
             let mut r_out = work.chain_out[lane] - f0;
             // f(r) - f(0) cancels when r is small against f(0): take the
             // difference layer by layer instead.
             if needs_differences(f0, r_out) {
+                self.ensure_built(work, lane);
                 r_out = Stack::x_from_z_diff(
                     &work.built[lane],
                     &work.trace0[lane * k..(lane + 1) * k],
@@ -419,14 +504,24 @@ impl<T: Real> RadialFlow<T> {
             work.f0_bar[lane] = -ratio_bar / r;
             work.chain_in[lane] = -ratio_bar * r_out / (r * r);
         }
-        self.spec.stack.x_from_z_backward_lanes(
-            &work.built[..n],
-            &work.trace[..n * k],
-            &work.chain_out[..n],
-            &mut work.bar[..n],
-            &work.ld_bar[..n],
-            &mut work.raw_bar,
-        );
+        if work.packed_ok {
+            work.packed.x_from_z_backward(
+                &work.trace[..n * k],
+                &work.chain_out[..n],
+                &mut work.bar[..n],
+                &work.ld_bar[..n],
+                &mut work.raw_bar,
+            );
+        } else {
+            self.spec.stack.x_from_z_backward_lanes(
+                &work.built[..n],
+                &work.trace[..n * k],
+                &work.chain_out[..n],
+                &mut work.bar[..n],
+                &work.ld_bar[..n],
+                &mut work.raw_bar,
+            );
+        }
         self.offsets_backward(work, work.f0_bar);
         for lane in 0..n {
             let r_bar = work.chain_in[lane] + work.bar[lane];

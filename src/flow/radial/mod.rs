@@ -184,6 +184,7 @@ impl<T: Real> RadialFlow<T> {
             point[0] += T::one();
         }
         self.geometry(&point, &mut work);
+        self.ensure_built(&mut work, 0);
         work.built.swap_remove(0)
     }
 

@@ -1,0 +1,443 @@
+//! Stacks of cubic-polynomial layers evaluated for [`LANES`] samples at once.
+//!
+//! [`Stack`](super::Stack)'s `_lanes` passes run several chains in lockstep,
+//! one layer at a time, but each lane still calls its own layer through the
+//! [`Scalar`] enum. Here a stack whose layers are all of the cubic family is
+//! packed column-wise: every parameter of layer `k` becomes an array with one
+//! entry per lane, and each layer is one straight-line loop over the lanes
+//! (no branches, no calls), which the compiler turns into vector instructions
+//! (SSE natively, WebAssembly's simd128 in the browser).
+//!
+//! The arithmetic is the scalar family's, operation for operation: where the
+//! closed-form inverse leaves its range (a huge argument, NaN) a lane falls back
+//! to the scalar rule, so the results are the scalar ones to the last bit.
+//! The same lane-major trace layout as the `_lanes` passes (`traces[lane * K + k]`)
+//! lets a caller mix both.
+
+use super::cubic::Cubic;
+use super::{Family, LogSlopeSum, Scalar, Slope, Stack};
+use crate::real::Real;
+
+/// Samples evaluated together.
+pub const LANES: usize = 8;
+
+/// One value per lane.
+type Lanes<T> = [T; LANES];
+
+/// Raw parameters of one cubic layer.
+const CUBIC_RAW: usize = 4;
+
+/// Where the closed-form inverse's hyperbolic form needs no care (as the scalar rule).
+const G_INV_RANGE: f64 = 1e15;
+
+/// One cubic layer's constants, one column per lane.
+#[derive(Clone, Copy, Debug)]
+struct CubicLanes<T> {
+    a: Lanes<T>,
+    b: Lanes<T>,
+    beta: Lanes<T>,
+    c: Lanes<T>,
+    da_draw: Lanes<T>,
+    db_draw: Lanes<T>,
+    inv_scale: Lanes<T>,
+    inv_arg: Lanes<T>,
+}
+
+/// The derivatives of one layer at each lane's point.
+struct PartialsLanes<T> {
+    f_raw: [Lanes<T>; CUBIC_RAW],
+    logd_raw: [Lanes<T>; CUBIC_RAW],
+    f_x: Lanes<T>,
+    logd_x: Lanes<T>,
+}
+
+impl<T: Real> CubicLanes<T> {
+    fn new(scalar: Lanes<Cubic<T>>) -> Self {
+        let column = |f: fn(&Cubic<T>) -> T| std::array::from_fn(|i| f(&scalar[i]));
+        Self {
+            a: column(|c| c.a),
+            b: column(|c| c.b),
+            beta: column(|c| c.beta),
+            c: column(|c| c.c),
+            da_draw: column(|c| c.da_draw),
+            db_draw: column(|c| c.db_draw),
+            inv_scale: column(|c| c.inv_scale),
+            inv_arg: column(|c| c.inv_arg),
+        }
+    }
+
+    /// [`Cubic::from_raw`] per lane (`raw[j][lane]`: raw value j of each lane).
+    fn from_raw(raw: &[Lanes<T>; CUBIC_RAW]) -> Self {
+        let (one, two) = (T::one(), T::c(2.0));
+        // the bounded scales of a and b, both columns in one pass:
+        // v = exp(2 tanh(raw / 2)), tanh from e = exp(-|raw|)
+        let scale_raw: [T; 2 * LANES] = std::array::from_fn(|i| raw[i / LANES][i % LANES]);
+        let mut e = scale_raw.map(|r| -r.abs());
+        T::exp_in_place(&mut e);
+        let th: [T; 2 * LANES] =
+            std::array::from_fn(|i| scale_raw[i].sign_nonneg() * (one - e[i]) / (one + e[i]));
+        let mut root = th;
+        T::exp_in_place(&mut root);
+        let v: [T; 2 * LANES] = std::array::from_fn(|i| root[i] * root[i]);
+        let dv: [T; 2 * LANES] = std::array::from_fn(|i| v[i] * (one - th[i] * th[i]));
+        let sqrt3 = T::c(3f64.sqrt());
+        let (sa, sb) = (&root[..LANES], &root[LANES..]);
+        Self {
+            a: std::array::from_fn(|i| v[i]),
+            b: std::array::from_fn(|i| v[LANES + i]),
+            beta: raw[2],
+            c: raw[3],
+            da_draw: std::array::from_fn(|i| dv[i]),
+            db_draw: std::array::from_fn(|i| dv[LANES + i]),
+            inv_scale: std::array::from_fn(|i| two * sa[i] / (sqrt3 * sb[i])),
+            inv_arg: std::array::from_fn(|i| T::c(1.5) * sqrt3 * sb[i] / (v[i] * sa[i])),
+        }
+    }
+
+    /// Lane `i`'s layer.
+    fn lane(&self, i: usize) -> Cubic<T> {
+        Cubic {
+            a: self.a[i],
+            b: self.b[i],
+            beta: self.beta[i],
+            c: self.c[i],
+            da_draw: self.da_draw[i],
+            db_draw: self.db_draw[i],
+            inv_scale: self.inv_scale[i],
+            inv_arg: self.inv_arg[i],
+        }
+    }
+
+    /// `g(v) = a v + b v^3` per lane.
+    #[inline(always)]
+    fn g(&self, v: &Lanes<T>) -> Lanes<T> {
+        std::array::from_fn(|i| v[i] * (self.a[i] + self.b[i] * v[i] * v[i]))
+    }
+
+    /// `g'(v)` per lane.
+    #[inline(always)]
+    fn g_prime(&self, v: &Lanes<T>) -> Lanes<T> {
+        std::array::from_fn(|i| self.a[i] + T::c(3.0) * self.b[i] * v[i] * v[i])
+    }
+
+    /// `g^-1(w)` per lane: [`Cubic`]'s hyperbolic closed form without branches,
+    /// then the scalar rule for the lanes outside its range.
+    #[inline(always)]
+    fn g_inv(&self, w: &Lanes<T>) -> Lanes<T> {
+        let (one, range) = (T::one(), T::c(G_INV_RANGE));
+        let mut out: Lanes<T> = std::array::from_fn(|i| {
+            let t = (self.inv_arg[i] * w[i]).abs().min(range);
+            let p = t + t * t / ((t * t + one).sqrt() + one);
+            let q = (one + p).cbrt_normal();
+            let qm1 = p / (q * q + q + one);
+            self.inv_scale[i] * w[i].sign_nonneg() * (qm1 * (q + one) / (T::c(2.0) * q))
+        });
+        for i in 0..LANES {
+            let t = (self.inv_arg[i] * w[i]).abs();
+            if t >= range || t.is_nan() {
+                out[i] = self.lane(i).g_inv(w[i]);
+            }
+        }
+        out
+    }
+
+    /// `f(x)` per lane.
+    #[inline(always)]
+    fn x_from_z_value(&self, x: &Lanes<T>) -> Lanes<T> {
+        let u: Lanes<T> = std::array::from_fn(|i| x[i] - self.c[i]);
+        let g = self.g(&u);
+        let w = std::array::from_fn(|i| g[i] + self.beta[i]);
+        let v = self.g_inv(&w);
+        std::array::from_fn(|i| self.c[i] + v[i])
+    }
+
+    /// `(f(x), f'(x))` per lane.
+    #[inline(always)]
+    fn x_from_z_ratio(&self, x: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
+        let u: Lanes<T> = std::array::from_fn(|i| x[i] - self.c[i]);
+        let g = self.g(&u);
+        let w = std::array::from_fn(|i| g[i] + self.beta[i]);
+        let v = self.g_inv(&w);
+        let (gu, gv) = (self.g_prime(&u), self.g_prime(&v));
+        (
+            std::array::from_fn(|i| self.c[i] + v[i]),
+            std::array::from_fn(|i| gu[i] / gv[i]),
+        )
+    }
+
+    /// `(f^-1(y), f'(f^-1(y)))` per lane.
+    #[inline(always)]
+    fn z_from_x_ratio(&self, y: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
+        let v: Lanes<T> = std::array::from_fn(|i| y[i] - self.c[i]);
+        let g = self.g(&v);
+        let w = std::array::from_fn(|i| g[i] - self.beta[i]);
+        let u = self.g_inv(&w);
+        let (gu, gv) = (self.g_prime(&u), self.g_prime(&v));
+        (
+            std::array::from_fn(|i| self.c[i] + u[i]),
+            std::array::from_fn(|i| gu[i] / gv[i]),
+        )
+    }
+
+    /// [`Cubic::partials_at`] per lane: at `x`, given `y = f(x)`.
+    #[inline(always)]
+    fn partials_at(&self, x: &Lanes<T>, y: &Lanes<T>) -> PartialsLanes<T> {
+        let zero = [T::zero(); LANES];
+        let mut p = PartialsLanes {
+            f_raw: [zero; CUBIC_RAW],
+            logd_raw: [zero; CUBIC_RAW],
+            f_x: zero,
+            logd_x: zero,
+        };
+        let u: Lanes<T> = std::array::from_fn(|i| x[i] - self.c[i]);
+        let v: Lanes<T> = std::array::from_fn(|i| y[i] - self.c[i]);
+        let (gu, gv) = (self.g_prime(&u), self.g_prime(&v));
+        let one = T::one();
+        for i in 0..LANES {
+            let (b, u, v, gu) = (self.b[i], u[i], v[i], gu[i]);
+            let inv_gv = one / gv[i];
+            let fp = gu * inv_gv;
+            let d = u - v;
+            let v_a = d * inv_gv;
+            let v_b = d * (u * u + u * v + v * v) * inv_gv;
+            let v_beta = inv_gv;
+            let six_b = T::c(6.0) * b;
+            let logd_x = six_b * u / gu - six_b * v * inv_gv * fp;
+            let logd_a = one / gu - (one + six_b * v * v_a) * inv_gv;
+            let logd_b = T::c(3.0) * u * u / gu - (T::c(3.0) * v * v + six_b * v * v_b) * inv_gv;
+            let logd_beta = -six_b * v * v_beta * inv_gv;
+            p.f_raw[0][i] = v_a * self.da_draw[i];
+            p.f_raw[1][i] = v_b * self.db_draw[i];
+            p.f_raw[2][i] = v_beta;
+            p.f_raw[3][i] = one - fp;
+            p.logd_raw[0][i] = logd_a * self.da_draw[i];
+            p.logd_raw[1][i] = logd_b * self.db_draw[i];
+            p.logd_raw[2][i] = logd_beta;
+            p.logd_raw[3][i] = -logd_x;
+            p.f_x[i] = fp;
+            p.logd_x[i] = logd_x;
+        }
+        p
+    }
+}
+
+/// [`LogSlopeSum`] per lane.
+struct SlopeSums<T>([LogSlopeSum<T>; LANES]);
+
+impl<T: Real> SlopeSums<T> {
+    fn new() -> Self {
+        Self([LogSlopeSum::default(); LANES])
+    }
+
+    #[inline(always)]
+    fn add_ratios(&mut self, ratios: &Lanes<T>) {
+        for (sum, &r) in self.0.iter_mut().zip(ratios) {
+            sum.add(Slope::Ratio(r));
+        }
+    }
+
+    fn write(&self, ld: &mut [T]) {
+        for (l, sum) in ld.iter_mut().zip(&self.0) {
+            *l = sum.value();
+        }
+    }
+}
+
+/// A stack of cubic layers packed lane by lane (see the module's notes), for
+/// up to [`LANES`] chains each with its own layers. Reused between blocks.
+#[derive(Debug, Default)]
+pub struct PackedStack<T> {
+    layers: Vec<CubicLanes<T>>,
+    /// the chains packed (the other lanes repeat the first)
+    lanes: usize,
+}
+
+impl<T: Real> PackedStack<T> {
+    pub fn new() -> Self {
+        Self {
+            layers: Vec::new(),
+            lanes: 0,
+        }
+    }
+
+    /// Packs each chain's layers (`built[lane]`, all of one length); `false`
+    /// (and nothing packed) when there are more than [`LANES`] chains or a
+    /// layer is not of the cubic family: the caller then runs the `_lanes` passes.
+    pub fn pack<B: AsRef<[Scalar<T>]>>(&mut self, built: &[B]) -> bool {
+        self.layers.clear();
+        self.lanes = 0;
+        let Some(first) = built.first() else {
+            return false;
+        };
+        if built.len() > LANES {
+            return false;
+        }
+        for k in 0..first.as_ref().len() {
+            let mut column = [None; LANES];
+            for (i, slot) in column.iter_mut().enumerate() {
+                let chain = built[i.min(built.len() - 1)].as_ref();
+                match chain.get(k) {
+                    Some(Scalar::Cubic(c)) => *slot = Some(*c),
+                    _ => {
+                        self.layers.clear();
+                        return false;
+                    }
+                }
+            }
+            let scalar = column.map(|c| c.unwrap_or_else(|| unreachable!("every lane set above")));
+            self.layers.push(CubicLanes::new(scalar));
+        }
+        self.lanes = built.len();
+        true
+    }
+
+    /// Builds the layers of `stack` for each of `lanes` chains from their raw
+    /// parameters (`raws`: chain after chain, `stack.n_raw()` each) straight
+    /// into packed form, the raw-to-constrained transforms as vector
+    /// instructions too. `false` (nothing packed) when a layer is not cubic.
+    pub fn build(&mut self, stack: &Stack, raws: &[T], lanes: usize) -> bool {
+        self.layers.clear();
+        self.lanes = 0;
+        if lanes == 0 || lanes > LANES || stack.layers().iter().any(|f| *f != Family::Cubic) {
+            return false;
+        }
+        let n_raw = stack.n_raw();
+        for k in 0..stack.len() {
+            let start = stack.layer_range(k).start;
+            let raw: [Lanes<T>; CUBIC_RAW] = std::array::from_fn(|j| {
+                std::array::from_fn(|i| raws[i.min(lanes - 1) * n_raw + start + j])
+            });
+            self.layers.push(CubicLanes::from_raw(&raw));
+        }
+        self.lanes = lanes;
+        true
+    }
+
+    /// How many chains are packed (0 when [`Self::pack`] refused).
+    pub fn lanes(&self) -> usize {
+        self.lanes
+    }
+
+    /// The packed chains' values, the rest padded with the first.
+    fn load(&self, v: &[T]) -> Lanes<T> {
+        std::array::from_fn(|i| v[i.min(self.lanes - 1)])
+    }
+
+    /// As [`Stack::x_from_z_value_lanes`](super::Stack::x_from_z_value_lanes).
+    pub fn x_from_z_value(&self, v: &mut [T], traces: &mut [T]) {
+        let k_len = self.layers.len();
+        let mut x = self.load(v);
+        for (k, layer) in self.layers.iter().enumerate() {
+            for lane in 0..self.lanes {
+                traces[lane * k_len + k] = x[lane];
+            }
+            x = layer.x_from_z_value(&x);
+        }
+        v[..self.lanes].copy_from_slice(&x[..self.lanes]);
+    }
+
+    /// As [`Stack::x_from_z_lanes`](super::Stack::x_from_z_lanes).
+    pub fn x_from_z(&self, v: &mut [T], ld: &mut [T], traces: &mut [T]) {
+        let k_len = self.layers.len();
+        let mut x = self.load(v);
+        let mut sums = SlopeSums::new();
+        for (k, layer) in self.layers.iter().enumerate() {
+            for lane in 0..self.lanes {
+                traces[lane * k_len + k] = x[lane];
+            }
+            let (y, ratio) = layer.x_from_z_ratio(&x);
+            x = y;
+            sums.add_ratios(&ratio);
+        }
+        v[..self.lanes].copy_from_slice(&x[..self.lanes]);
+        sums.write(&mut ld[..self.lanes]);
+    }
+
+    /// As [`Stack::z_from_x_lanes`](super::Stack::z_from_x_lanes).
+    pub fn z_from_x(&self, v: &mut [T], ld: &mut [T], traces: &mut [T]) {
+        let k_len = self.layers.len();
+        let mut x = self.load(v);
+        let mut sums = SlopeSums::new();
+        for (k, layer) in self.layers.iter().enumerate().rev() {
+            let (z, ratio) = layer.z_from_x_ratio(&x);
+            x = z;
+            for lane in 0..self.lanes {
+                traces[lane * k_len + k] = x[lane];
+            }
+            sums.add_ratios(&ratio);
+        }
+        v[..self.lanes].copy_from_slice(&x[..self.lanes]);
+        sums.write(&mut ld[..self.lanes]);
+    }
+
+    /// Layer `k`'s input and output per lane from the traces (`last`: the
+    /// stack's output in the sampling direction).
+    fn layer_points(&self, traces: &[T], last: &[T], k: usize) -> (Lanes<T>, Lanes<T>) {
+        let k_len = self.layers.len();
+        let input = std::array::from_fn(|i| traces[i.min(self.lanes - 1) * k_len + k]);
+        let output = if k + 1 < k_len {
+            std::array::from_fn(|i| traces[i.min(self.lanes - 1) * k_len + k + 1])
+        } else {
+            self.load(last)
+        };
+        (input, output)
+    }
+
+    /// As [`Stack::x_from_z_backward_lanes`](super::Stack::x_from_z_backward_lanes)
+    /// (`raw_bar` is `lanes x 4K`).
+    pub fn x_from_z_backward(
+        &self,
+        traces: &[T],
+        out: &[T],
+        bar: &mut [T],
+        ld_bar: &[T],
+        raw_bar: &mut [T],
+    ) {
+        let n_raw = CUBIC_RAW * self.layers.len();
+        let ld_bar = self.load(ld_bar);
+        let mut b = self.load(bar);
+        for (k, layer) in self.layers.iter().enumerate().rev() {
+            let (z, x) = self.layer_points(traces, out, k);
+            let p = layer.partials_at(&z, &x);
+            for lane in 0..self.lanes {
+                let rb = &mut raw_bar[lane * n_raw + CUBIC_RAW * k..][..CUBIC_RAW];
+                for (j, r) in rb.iter_mut().enumerate() {
+                    *r += b[lane] * p.f_raw[j][lane] + ld_bar[lane] * p.logd_raw[j][lane];
+                }
+            }
+            b = std::array::from_fn(|i| b[i] * p.f_x[i] + ld_bar[i] * p.logd_x[i]);
+        }
+        bar[..self.lanes].copy_from_slice(&b[..self.lanes]);
+    }
+
+    /// As [`Stack::z_from_x_backward_lanes`](super::Stack::z_from_x_backward_lanes)
+    /// (`raw_bar` is `lanes x 4K`).
+    pub fn z_from_x_backward(
+        &self,
+        traces: &[T],
+        x: &[T],
+        bar: &mut [T],
+        ld_bar: &[T],
+        raw_bar: &mut [T],
+    ) {
+        let n_raw = CUBIC_RAW * self.layers.len();
+        let ld_bar = self.load(ld_bar);
+        let mut b = self.load(bar);
+        for (k, layer) in self.layers.iter().enumerate() {
+            let (z, y) = self.layer_points(traces, x, k);
+            let p = layer.partials_at(&z, &y);
+            // dz/dx = 1/f', dz/dθ = -f_θ/f'; ld = -log f'(z(x, θ), θ)
+            let g: Lanes<T> = std::array::from_fn(|i| b[i] - ld_bar[i] * p.logd_x[i]);
+            let inv_fx: Lanes<T> = std::array::from_fn(|i| T::one() / p.f_x[i]);
+            for lane in 0..self.lanes {
+                let rb = &mut raw_bar[lane * n_raw + CUBIC_RAW * k..][..CUBIC_RAW];
+                for (j, r) in rb.iter_mut().enumerate() {
+                    *r -= g[lane] * p.f_raw[j][lane] * inv_fx[lane]
+                        + ld_bar[lane] * p.logd_raw[j][lane];
+                }
+            }
+            b = std::array::from_fn(|i| g[i] * inv_fx[i]);
+        }
+        bar[..self.lanes].copy_from_slice(&b[..self.lanes]);
+    }
+}
