@@ -11,6 +11,7 @@
 use super::FlowError;
 use super::layers::{CouplingLayers, Direction, flow_through_layers};
 use super::nn::mlp::{MlpCache, MlpShape};
+use crate::bijection::lanes::{LANES, PackedStack};
 use crate::bijection::{Family, Stack};
 use crate::real::Real;
 use crate::rng::Rng;
@@ -113,20 +114,60 @@ pub(super) fn transform_active<T: Real>(
     let n = log_det.len();
     let d = cur.len() / n.max(1);
     let (k, p) = (stack.len(), stack.n_raw());
-    let mut traces = vec![T::zero(); n * active.len() * k];
-    let mut x_side = vec![T::zero(); n * active.len()];
+    let count = n * active.len();
+    let mut traces = vec![T::zero(); count * k];
+    let mut x_side = vec![T::zero(); count];
     let mut built = Vec::with_capacity(k);
-    for i in 0..n {
-        for (a, &idx) in active.iter().enumerate() {
-            let e = i * active.len() + a;
+    let mut packed = PackedStack::new();
+    // element e is sample e / n_active's coordinate active[e % n_active]
+    let at = |e: usize| {
+        (
+            e / active.len(),
+            (e / active.len()) * d + active[e % active.len()],
+        )
+    };
+    // elements in groups of LANES: packed where the family allows, else one by one
+    for start in (0..count).step_by(LANES) {
+        let m = LANES.min(count - start);
+        let group = start..start + m;
+        if packed.build(stack, &raw[start * p..(start + m) * p], m) {
+            let mut v = [T::zero(); LANES];
+            let mut logd = [T::zero(); LANES];
+            for (j, e) in group.clone().enumerate() {
+                v[j] = cur[at(e).1];
+            }
+            let trace = &mut traces[start * k..(start + m) * k];
+            match dir {
+                Direction::XFromZ => packed.x_from_z(&mut v[..m], &mut logd[..m], trace),
+                Direction::ZFromX => packed.z_from_x(&mut v[..m], &mut logd[..m], trace),
+            }
+            for (j, e) in group.enumerate() {
+                let (i, slot) = at(e);
+                let input = cur[slot];
+                cur[slot] = v[j];
+                x_side[e] = if dir == Direction::XFromZ {
+                    v[j]
+                } else {
+                    input
+                };
+                log_det[i] += if dir == Direction::XFromZ {
+                    logd[j]
+                } else {
+                    -logd[j]
+                };
+            }
+            continue;
+        }
+        for e in group {
+            let (i, slot) = at(e);
             stack.build(&raw[e * p..(e + 1) * p], &mut built);
             let trace = &mut traces[e * k..(e + 1) * k];
-            let v = cur[i * d + idx];
+            let v = cur[slot];
             let (out, logd) = match dir {
                 Direction::XFromZ => Stack::x_from_z_trace(&built, v, trace),
                 Direction::ZFromX => Stack::z_from_x_trace(&built, v, trace),
             };
-            cur[i * d + idx] = out;
+            cur[slot] = out;
             x_side[e] = if dir == Direction::XFromZ { out } else { v };
             log_det[i] += if dir == Direction::XFromZ {
                 logd
@@ -155,15 +196,45 @@ pub(super) fn transform_active_backward<T: Real>(
     let n = ld_bar.len();
     let d = bar.len() / n.max(1);
     let (k, p) = (stack.len(), stack.n_raw());
+    let count = n * active.len();
     let mut built = Vec::with_capacity(k);
-    for i in 0..n {
-        for (a, &idx) in active.iter().enumerate() {
-            let e = i * active.len() + a;
+    let mut packed = PackedStack::new();
+    let at = |e: usize| {
+        (
+            e / active.len(),
+            (e / active.len()) * d + active[e % active.len()],
+        )
+    };
+    for start in (0..count).step_by(LANES) {
+        let m = LANES.min(count - start);
+        let group = start..start + m;
+        if packed.build(stack, &raw[start * p..(start + m) * p], m) {
+            let mut b = [T::zero(); LANES];
+            let mut lb = [T::zero(); LANES];
+            for (j, e) in group.clone().enumerate() {
+                let (i, slot) = at(e);
+                b[j] = bar[slot];
+                lb[j] = ld_bar[i];
+            }
+            let tr = &trace.traces[start * k..(start + m) * k];
+            let x_side = &trace.x_side[group.clone()];
+            let g = &mut raw_bar[start * p..(start + m) * p];
+            match dir {
+                Direction::XFromZ => packed.x_from_z_backward(tr, x_side, &mut b[..m], &lb[..m], g),
+                Direction::ZFromX => packed.z_from_x_backward(tr, x_side, &mut b[..m], &lb[..m], g),
+            }
+            for (j, e) in group.enumerate() {
+                bar[at(e).1] = b[j];
+            }
+            continue;
+        }
+        for e in group {
+            let (i, slot) = at(e);
             stack.build(&raw[e * p..(e + 1) * p], &mut built);
             let tr = &trace.traces[e * k..(e + 1) * k];
             let g = &mut raw_bar[e * p..(e + 1) * p];
-            let b = bar[i * d + idx];
-            bar[i * d + idx] = match dir {
+            let b = bar[slot];
+            bar[slot] = match dir {
                 Direction::XFromZ => {
                     stack.x_from_z_backward(&built, tr, trace.x_side[e], b, ld_bar[i], g)
                 }
