@@ -100,6 +100,13 @@ pub(super) struct ActiveTrace<T> {
     x_side: Vec<T>,
 }
 
+/// Active element `e` (sample `e / n_active`'s coordinate `active[e % n_active]`):
+/// its sample and its index in the n x d array.
+fn element_slot(e: usize, active: &[usize], d: usize) -> (usize, usize) {
+    let sample = e / active.len();
+    (sample, sample * d + active[e % active.len()])
+}
+
 /// Applies the stack to the active elements of every sample of `cur` (n x d,
 /// in place) in `dir`, element `a` of sample `i` with the raw values
 /// `raw[(i * n_active + a) * p ..][..p]`, adding log-dets into `log_det`.
@@ -119,13 +126,7 @@ pub(super) fn transform_active<T: Real>(
     let mut x_side = vec![T::zero(); count];
     let mut built = Vec::with_capacity(k);
     let mut packed = PackedStack::new();
-    // element e is sample e / n_active's coordinate active[e % n_active]
-    let at = |e: usize| {
-        (
-            e / active.len(),
-            (e / active.len()) * d + active[e % active.len()],
-        )
-    };
+    let at = |e: usize| element_slot(e, active, d);
     // elements in groups of LANES: packed where the family allows, else one by one
     for start in (0..count).step_by(LANES) {
         let m = LANES.min(count - start);
@@ -199,12 +200,7 @@ pub(super) fn transform_active_backward<T: Real>(
     let count = n * active.len();
     let mut built = Vec::with_capacity(k);
     let mut packed = PackedStack::new();
-    let at = |e: usize| {
-        (
-            e / active.len(),
-            (e / active.len()) * d + active[e % active.len()],
-        )
-    };
+    let at = |e: usize| element_slot(e, active, d);
     for start in (0..count).step_by(LANES) {
         let m = LANES.min(count - start);
         let group = start..start + m;
