@@ -52,6 +52,11 @@ fn show_panics_in_the_page() {
 #[cfg(target_arch = "wasm32")]
 fn main() {
     use eframe::wasm_bindgen::JsCast as _;
+    // the same program started in a training worker: no window, it trains
+    if flowplay::app::host::worker::web::in_worker() {
+        flowplay::app::host::worker::web::serve();
+        return;
+    }
     show_panics_in_the_page();
     wasm_bindgen_futures::spawn_local(async {
         let Some(document) = eframe::web_sys::window().and_then(|w| w.document()) else {

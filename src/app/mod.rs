@@ -96,6 +96,11 @@ impl PlaygroundApp {
     /// The page a link's query describes: a lesson, the lab or the
     /// playground, with what it had that was not used named on the page.
     fn from_query(query: &str, devices: Devices) -> Self {
+        // before any run starts: where CPU runs train
+        let worker = query::worker_in(query);
+        if let Some(Ok(wanted)) = worker {
+            host::worker::set_wanted(wanted && host::worker::wanted());
+        }
         let mut app = if query.contains("lab=phi4") {
             let (settings, ignored) = LabSettings::from_query(query);
             let mut app = Self::with_devices(Settings::default(), devices);
@@ -121,6 +126,9 @@ impl PlaygroundApp {
             Some(Ok(gpu)) => app.playground.choose_gpu(gpu),
             Some(Err(why)) => app.warn(format!("The link chose no device: {why}.")),
             None => {}
+        }
+        if let Some(Err(why)) = worker {
+            app.warn(format!("The link's worker entry was not used: {why}."));
         }
         if let Some(id) = query::compare_in(query)
             && let Err(why) = app.playground.open_comparison_preset(id)

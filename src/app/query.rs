@@ -28,7 +28,7 @@ pub fn entries(query: &str) -> impl Iterator<Item = (&str, &str, &str)> {
 /// and not handed on.
 pub fn apply_query(query: &str, mut apply: impl FnMut(&str, &str) -> Entry) -> Vec<String> {
     entries(query)
-        .filter(|(_, key, _)| ![LESSON_KEY, COMPARE_KEY, GPU_KEY].contains(key))
+        .filter(|(_, key, _)| ![LESSON_KEY, COMPARE_KEY, GPU_KEY, WORKER_KEY].contains(key))
         .filter_map(|(pair, key, value)| {
             let entry = Appearance::default()
                 .apply(key, value)
@@ -69,6 +69,20 @@ pub fn gpu_in(query: &str) -> Option<Result<bool, String>> {
         "on" => Ok(true),
         "off" => Ok(false),
         other => Err(format!("gpu={other} is neither on nor off")),
+    })
+}
+
+/// The link entry that keeps CPU training on the page's own thread
+/// (`worker=off`; `worker=on`, the default in a browser): read by [`worker_in`].
+pub const WORKER_KEY: &str = "worker";
+
+/// Whether a link wants CPU runs in a worker: `Some(Ok(wanted))`, or
+/// `Some(Err(why))` for a value that is neither on nor off.
+pub fn worker_in(query: &str) -> Option<Result<bool, String>> {
+    value_in(query, WORKER_KEY).map(|value| match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("worker={other} is neither on nor off")),
     })
 }
 

@@ -86,6 +86,32 @@ impl ImageDensity {
         })
     }
 
+    /// Its width, height and cumulative pixel probabilities: what
+    /// [`Self::from_parts`] rebuilds it from exactly.
+    pub fn parts(&self) -> (usize, usize, &[f64]) {
+        (self.width, self.height, &self.cdf)
+    }
+
+    /// The density [`Self::parts`] describes; the cumulative probabilities
+    /// must rise from above 0 to 1.
+    pub fn from_parts(width: usize, height: usize, cdf: Vec<f64>) -> Result<Self, TargetError> {
+        if width == 0 || height == 0 || cdf.len() != width * height {
+            return Err(TargetError::EmptyImage);
+        }
+        let rising = cdf.windows(2).all(|w| w[0] <= w[1]);
+        let ends = cdf.first().is_some_and(|&c| c >= 0.0)
+            && cdf.last().is_some_and(|&c| (c - 1.0).abs() < 1e-9);
+        if !rising || !ends || cdf.iter().any(|c| !c.is_finite()) {
+            return Err(TargetError::BadWeights);
+        }
+        Ok(Self {
+            width,
+            height,
+            cdf,
+            pixel: 2.0 * EXTENT / width.max(height) as f64,
+        })
+    }
+
     fn origin(&self) -> (f64, f64) {
         // top-left corner, centred on the origin
         (

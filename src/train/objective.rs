@@ -102,7 +102,7 @@ pub trait Trainer {
 }
 
 /// Everything a training run needs besides the model.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TrainSettings {
     pub batch: usize,
     pub learning_rate: f64,

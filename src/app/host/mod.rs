@@ -3,14 +3,18 @@
 //! task with its steps and, when asked, a job that draws what the views need.
 //! A browser cannot wait for the GPU inside a frame, so what a task produces
 //! comes back through an inbox a frame or two later; natively the task runs to
-//! completion at once. Divergence, checkpoints and moving a run between the
+//! completion at once. A CPU run can also train in a [`worker`] (in a
+//! browser, a Web Worker), its replies taken in once a frame like a GPU
+//! task's. Divergence, checkpoints and moving a run between the
 //! GPU and the CPU are handled here, once: [`offer`] (where a run may train,
 //! or why it trains on the CPU), [`progress`] (what a run starts with, what a
 //! frame hands back), [`schedule`] (when checkpoints are kept).
 
+mod in_worker;
 pub mod offer;
 pub mod progress;
 pub mod schedule;
+pub mod worker;
 
 pub use offer::{CpuReason, GpuOffer};
 pub use progress::{GpuJob, HostSpec, Progress};
@@ -45,7 +49,10 @@ struct Inbox<O> {
 }
 
 enum Backend<O> {
+    /// on the CPU, stepped inside the frame
     Cpu(Box<dyn Trainer>),
+    /// on the CPU in a worker, off the page's thread
+    Worker(Box<in_worker::WorkerRun>),
     Gpu(Rc<RefCell<Inbox<O>>>),
 }
 
@@ -99,6 +106,7 @@ impl<J: GpuJob> TrainerHost<J> {
         };
         let start = (step_offset, spec.model.clone());
         let learning_rate = spec.settings.learning_rate;
+        let fixed_centre = spec.fixed_centre;
         let reason = match offer {
             Ok(ctx) => {
                 let built = GpuTrainer::new(
@@ -126,14 +134,43 @@ impl<J: GpuJob> TrainerHost<J> {
             Err(reason) => reason,
         };
         let dim = spec.target.dim();
-        let mut trainer = CpuTrainer::<f32>::new(spec.model, spec.target, spec.settings)?;
-        if spec.fixed_centre {
-            trainer.freeze(0..dim);
-        }
-        let device = trainer.backend();
-        let backend = Backend::Cpu(Box::new(trainer));
+        // built here first so a run the trainer refuses fails now, wherever it trains
+        let mut trainer = CpuTrainer::<f32>::new(
+            spec.model.clone(),
+            spec.target.clone(),
+            spec.settings.clone(),
+        )?;
+        let (backend, device) = match worker::spawn() {
+            Ok(channel) => {
+                let (run, device) = in_worker::WorkerRun::start(spec, channel);
+                (Backend::Worker(Box::new(run)), device)
+            }
+            Err(_) => {
+                if fixed_centre {
+                    trainer.freeze(0..dim);
+                }
+                let device = trainer.backend();
+                (Backend::Cpu(Box::new(trainer)), device)
+            }
+        };
         let mut host = Self::starting(backend, device, start, learning_rate);
         host.cpu_reason = Some(reason);
+        Ok(host)
+    }
+
+    /// A CPU run of `spec` in the worker at the end of `channel` (the page
+    /// makes its workers through [`worker::spawn`]; a test may bring its own).
+    pub fn in_worker_at(spec: HostSpec, channel: Box<dyn worker::Channel>) -> Result<Self, String> {
+        // built here so a run the trainer refuses fails now
+        CpuTrainer::<f32>::new(
+            spec.model.clone(),
+            spec.target.clone(),
+            spec.settings.clone(),
+        )?;
+        let start = (0, spec.model.clone());
+        let learning_rate = spec.settings.learning_rate;
+        let (run, device) = in_worker::WorkerRun::start(spec, channel);
+        let host = Self::starting(Backend::Worker(Box::new(run)), device, start, learning_rate);
         Ok(host)
     }
 
@@ -172,10 +209,16 @@ impl<J: GpuJob> TrainerHost<J> {
         matches!(self.backend, Backend::Gpu(_))
     }
 
+    /// Whether the run trains in a worker (its steps and parameters come
+    /// back a frame or more later).
+    pub fn in_worker(&self) -> bool {
+        matches!(self.backend, Backend::Worker(_))
+    }
+
     /// Whether a GPU task holds the trainer now.
     pub fn busy(&self) -> bool {
         match &self.backend {
-            Backend::Cpu(_) => false,
+            Backend::Cpu(_) | Backend::Worker(_) => false,
             Backend::Gpu(inbox) => inbox.borrow().trainer.is_none(),
         }
     }
@@ -184,6 +227,7 @@ impl<J: GpuJob> TrainerHost<J> {
     pub fn steps_done(&self) -> usize {
         let trained = match &self.backend {
             Backend::Cpu(t) => t.steps_done(),
+            Backend::Worker(run) => run.steps_done,
             Backend::Gpu(inbox) => inbox.borrow().steps_done,
         };
         run_step(self.step_base, trained)
@@ -209,15 +253,20 @@ impl<J: GpuJob> TrainerHost<J> {
         self.learning_rate = lr;
         match &mut self.backend {
             Backend::Cpu(t) => t.set_learning_rate(lr),
+            Backend::Worker(run) => run.set_learning_rate(lr),
             Backend::Gpu(_) => self.pending_lr = Some(lr),
         }
     }
 
-    /// The model now, with its step: on the CPU at once; on the GPU `None`
-    /// (its jobs read the model back with the views).
+    /// The model now, with its step: on the CPU at once; in a worker the
+    /// latest it sent (a fraction of a second old while training); on the
+    /// GPU `None` (its jobs read the model back with the views).
     pub fn model(&self) -> Option<(usize, FlowModel<f64>)> {
         match &self.backend {
             Backend::Cpu(t) => Some((self.steps_done(), t.model())),
+            Backend::Worker(run) => {
+                Some((run_step(self.step_base, run.latest.0), run.latest.1.clone()))
+            }
             Backend::Gpu(_) => None,
         }
     }
@@ -226,6 +275,7 @@ impl<J: GpuJob> TrainerHost<J> {
     pub fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
         match &mut self.backend {
             Backend::Cpu(t) => Ok(t.set_model(model)?),
+            Backend::Worker(run) => run.set_model(model),
             Backend::Gpu(inbox) => match inbox.borrow_mut().trainer.as_mut() {
                 Some(t) => Ok(t.set_model(model)?),
                 None => Err("the GPU is busy; try again".into()),
@@ -294,12 +344,15 @@ impl<J: GpuJob> TrainerHost<J> {
     }
 
     /// One frame of training: up to `steps` steps within `budget`. On the CPU
-    /// they run now. On the GPU this takes in what the last task handed back
+    /// they run now. In a worker this takes in its replies and lets it train
+    /// up to `steps` beyond the steps heard (the budget is the worker's own
+    /// business). On the GPU this takes in what the last task handed back
     /// and, when the trainer is home, hands it a task for the next `steps`
     /// steps (fewer when paced to the budget) followed by `job`. A job given while a task holds the trainer is dropped.
     pub fn frame(&mut self, steps: usize, budget: Duration, job: Option<J>) -> Progress<J::Output> {
         match &self.backend {
             Backend::Cpu(_) => self.cpu_frame(steps, budget),
+            Backend::Worker(_) => self.worker_frame(steps),
             Backend::Gpu(inbox) => {
                 let inbox = Rc::clone(inbox);
                 self.gpu_frame(&inbox, steps, budget, job)

@@ -40,6 +40,8 @@ pub struct Progress<O> {
     pub divergence: Option<Divergence>,
     /// seconds the steps took
     pub seconds: f64,
+    /// a worker sent newer parameters ([`super::TrainerHost::model`])
+    pub fresh_model: bool,
 }
 
 impl<O> Default for Progress<O> {
@@ -50,6 +52,7 @@ impl<O> Default for Progress<O> {
             stopped: None,
             divergence: None,
             seconds: 0.0,
+            fresh_model: false,
         }
     }
 }

@@ -246,6 +246,8 @@ impl Phi4Lab {
         for k in 0..self.runs.len() {
             if self.runs[k].on_gpu() {
                 self.gpu_frame(k, budget);
+            } else if self.runs[k].host.in_worker() {
+                self.worker_frame(k);
             }
         }
         if !self.running {
@@ -258,7 +260,10 @@ impl Phi4Lab {
         let start = Instant::now();
         loop {
             let active: Vec<usize> = (0..self.runs.len())
-                .filter(|&k| !self.runs[k].on_gpu() && self.runs[k].stopped.is_none())
+                .filter(|&k| {
+                    let run = &self.runs[k];
+                    !run.on_gpu() && !run.host.in_worker() && run.stopped.is_none()
+                })
                 .collect();
             let spent = start.elapsed();
             if active.is_empty() || spent >= budget {
@@ -312,6 +317,29 @@ impl Phi4Lab {
         let progress = run.host.frame(steps, budget, job);
         if let Some(samples) = run.take(progress) {
             self.record(k, samples.step, &samples.fields, &samples.log_q);
+        }
+    }
+
+    /// One frame of run `k` in a worker: what it sent, then leave to train
+    /// up to the next measurement step, where it stops and sends its
+    /// parameters; they are measured here when they come (while the worker
+    /// trains on towards the next).
+    fn worker_frame(&mut self, k: usize) {
+        let run = &mut self.runs[k];
+        let steps = if self.running && run.stopped.is_none() {
+            MEASURE_EVERY - run.steps() % MEASURE_EVERY
+        } else {
+            0
+        };
+        let progress = run.host.frame(steps, Duration::ZERO, None);
+        let fresh = progress.fresh_model;
+        run.take(progress);
+        let at_measurement = run
+            .host
+            .model()
+            .is_some_and(|(step, _)| step > 0 && step.is_multiple_of(MEASURE_EVERY));
+        if fresh && at_measurement {
+            self.measure_on_cpu(k);
         }
     }
 
@@ -480,7 +508,11 @@ impl Phi4Lab {
         self.train_for(budget);
         if self.running {
             ui.ctx().request_repaint();
-        } else if self.runs.iter().any(|r| r.host.busy()) {
+        } else if self
+            .runs
+            .iter()
+            .any(|r| r.host.busy() || r.host.in_worker())
+        {
             ui.ctx().request_repaint_after(Duration::from_millis(50));
         }
         side_panels_ui(

@@ -339,6 +339,7 @@ impl Comparison {
                 s.status = Status::Paused;
             }
             s.settings.steps_per_frame = steps_per_frame.min(left).max(1);
+            s.last_step = Some(self.budget);
             s.frame(budget / playing as u32);
             if s.status == Status::Running && s.steps_per_second() > 0.0 {
                 run.rate = s.steps_per_second();

@@ -498,8 +498,8 @@ impl Playground {
             session.frame(budget);
             if session.status == Status::Running || session.wants_frame() {
                 ui.ctx().request_repaint();
-            } else if session.on_gpu() {
-                // GPU results arrive asynchronously
+            } else if session.on_gpu() || session.in_worker() {
+                // GPU and worker results arrive asynchronously
                 ui.ctx().request_repaint_after(Duration::from_millis(100));
             }
         }

@@ -94,6 +94,10 @@ pub struct Session {
     last_metrics: Option<Instant>,
     /// target samples never trained on (sample targets)
     held_out: Vec<f64>,
+    /// when a worker was last told how far to train
+    last_grant: Option<Instant>,
+    /// the step the run trains to at most (a side-by-side comparison's budget)
+    pub last_step: Option<usize>,
     /// the target's log density on a grid of the views (its size, values)
     target_grid: Option<(usize, Vec<f64>)>,
 }
@@ -157,6 +161,8 @@ impl Session {
             sharpen: false,
             last_metrics: None,
             held_out: Vec::new(),
+            last_grant: None,
+            last_step: None,
             target_grid: None,
         };
         let mut held_out_rng = Rng::seeded(session.settings.seed ^ 0x6865_6c64);
@@ -174,6 +180,11 @@ impl Session {
     /// Whether the run trains on the GPU.
     pub fn on_gpu(&self) -> bool {
         self.host.on_gpu()
+    }
+
+    /// Whether the run trains in a worker, off the page's thread.
+    pub fn in_worker(&self) -> bool {
+        self.host.in_worker()
     }
 
     pub fn steps_done(&self) -> usize {
@@ -247,6 +258,21 @@ impl Session {
             self.take(progress);
             return;
         }
+        if self.host.in_worker() {
+            let steps = if running { self.worker_window() } else { 0 };
+            let progress = self.host.frame(steps, budget, None);
+            let fresh = progress.fresh_model;
+            self.take(progress);
+            // the views follow the parameters as they come, the page's
+            // thread kept mostly free for drawing
+            let due = self.last_picture.elapsed() >= self.picture_interval();
+            if fresh && (due || self.status != Status::Running) || self.picture_wanted {
+                self.refresh_picture();
+            } else if self.sharpen && !running {
+                self.sharpen_picture();
+            }
+            return;
+        }
         if running {
             let progress = self.host.frame(steps, budget, None);
             self.take(progress);
@@ -257,6 +283,23 @@ impl Session {
             self.refresh_picture();
         } else if self.sharpen && !running {
             self.sharpen_picture();
+        }
+    }
+
+    /// How far a worker may train beyond the steps heard: "steps / frame"
+    /// counted at 60 frames a second over the time since the last frame,
+    /// twice over so the worker does not wait for the next frame's grant.
+    fn worker_window(&mut self) -> usize {
+        let now = Instant::now();
+        let since = self
+            .last_grant
+            .replace(now)
+            .map_or(1.0 / 60.0, |t| now.duration_since(t).as_secs_f64());
+        let frames = (since * 60.0).clamp(1.0, 30.0);
+        let window = (2.0 * frames * self.settings.steps_per_frame as f64).ceil() as usize;
+        match self.last_step {
+            Some(last) => window.min(last.saturating_sub(self.steps_done())),
+            None => window,
         }
     }
 

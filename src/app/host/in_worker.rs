@@ -1,0 +1,204 @@
+//! A run training in a worker ([`worker`]): the page's record of what the
+//! worker has said (its step count, its latest parameters), and the frame
+//! that takes in its replies and tells it how far to go. Replies come a
+//! frame or more after the steps; the loss is watched and checkpoints are
+//! kept here as they arrive, as for the other trainers.
+
+use super::schedule::checkpoint_due;
+use super::worker::Channel;
+use super::worker::protocol::{FromWorker, ToWorker, Trained, WorkerSpec};
+use super::{Backend, GpuJob, HostSpec, Progress, TrainerHost, run_step};
+use crate::flow::FlowModel;
+use crate::train::watch::Verdict;
+use crate::train::{CpuTrainer, Trainer, default_threads};
+
+/// The page's side of a run in a worker.
+pub(super) struct WorkerRun {
+    channel: Box<dyn Channel>,
+    /// what the run was started with (a failed worker's run goes on in the
+    /// page from its last parameters)
+    spec: HostSpec,
+    /// the trainer's own step count, as far as heard
+    pub(super) steps_done: usize,
+    /// the latest parameters heard, with the trainer's count then
+    pub(super) latest: (usize, FlowModel<f64>),
+    /// the generation of the parameters the page set last: replies about
+    /// older ones are passed over
+    generation: u64,
+    /// the count heard when the page last set the parameters (the steps the
+    /// worker took after it were undone by the replacement)
+    set_at: Option<usize>,
+    /// the last limit sent
+    until_sent: Option<usize>,
+}
+
+impl WorkerRun {
+    /// Starts `spec`'s run in the worker at the end of `channel`; also
+    /// returns the device's label.
+    pub(super) fn start(spec: HostSpec, channel: Box<dyn Channel>) -> (Self, String) {
+        channel.post(&ToWorker::Start(WorkerSpec::from_host(&spec)));
+        let device = format!("CPU ({}, f32)", channel.place());
+        let latest = (0, spec.model.clone());
+        let run = Self {
+            channel,
+            spec,
+            steps_done: 0,
+            latest,
+            generation: 0,
+            set_at: None,
+            until_sent: None,
+        };
+        (run, device)
+    }
+
+    pub(super) fn set_learning_rate(&mut self, lr: f64) {
+        self.spec.settings.learning_rate = lr;
+        self.channel.post(&ToWorker::SetLearningRate(lr));
+    }
+
+    /// Replaces the parameters: at once for the page, with the worker's next
+    /// reply there.
+    pub(super) fn set_model(&mut self, model: &FlowModel<f64>) -> Result<(), String> {
+        if !self.spec.model.same_structure(model) {
+            return Err("the model does not have the run's structure".into());
+        }
+        self.generation += 1;
+        self.channel.post(&ToWorker::SetModel {
+            generation: self.generation,
+            params: model.as_flow().params().to_vec(),
+        });
+        self.latest = (self.steps_done, model.clone());
+        self.set_at = Some(self.steps_done);
+        self.until_sent = None;
+        Ok(())
+    }
+}
+
+impl<J: GpuJob> TrainerHost<J> {
+    /// One frame of a run in a worker: takes in its replies, then lets it
+    /// train up to `steps` beyond the step heard before them (no further
+    /// than heard after a stop; `steps` 0 leaves the last grant as it was).
+    pub(super) fn worker_frame(&mut self, steps: usize) -> Progress<J::Output> {
+        let mut progress = Progress::default();
+        // the grant counts from the step the caller knew
+        let target = self.steps_done() + steps;
+        let Backend::Worker(run) = &mut self.backend else {
+            return progress;
+        };
+        for reply in run.channel.take() {
+            match reply {
+                FromWorker::Failed(why) => {
+                    progress.stopped = Some(self.move_into_page(&why));
+                    return progress;
+                }
+                FromWorker::Trained(trained) => self.take_trained(trained, &mut progress),
+            }
+        }
+        let stop = progress.stopped.is_some() || self.divergence().is_some();
+        let Backend::Worker(run) = &mut self.backend else {
+            return progress;
+        };
+        let until = if stop {
+            run.steps_done
+        } else if steps == 0 {
+            // paused: the steps already granted (a single step) still come
+            return progress;
+        } else {
+            (target as i64 - self.step_base).max(0) as usize
+        };
+        if run.until_sent != Some(until) {
+            run.channel.post(&ToWorker::Train {
+                until,
+                base: self.step_base,
+            });
+            run.until_sent = Some(until);
+        }
+        progress
+    }
+
+    /// One reply: its losses watched, its parameters kept (and at a
+    /// checkpoint step, kept as the checkpoint while the loss is healthy).
+    fn take_trained(&mut self, trained: Trained, progress: &mut Progress<J::Output>) {
+        let Backend::Worker(run) = &mut self.backend else {
+            return;
+        };
+        if trained.generation < run.generation {
+            return;
+        }
+        if let Some(at) = run.set_at.take() {
+            // the steps taken after the replacement was asked for were undone
+            self.step_base -= trained.steps_done.saturating_sub(at) as i64;
+            run.steps_done = trained.steps_done;
+        }
+        let first = run.steps_done;
+        run.steps_done = trained.steps_done;
+        progress.seconds += trained.seconds;
+        let healthy_before = self.divergence().is_none() && progress.stopped.is_none();
+        if healthy_before {
+            for (k, loss) in trained.losses.iter().enumerate() {
+                let step = run_step(self.step_base, first + k + 1);
+                if let Some(d) = self.watch_loss(*loss, step) {
+                    progress.stopped = Some(d.to_string());
+                    progress.divergence = Some(d);
+                    break;
+                }
+                progress.losses.push((step, *loss));
+            }
+        }
+        if let Some(e) = trained.error {
+            progress.stopped.get_or_insert(e);
+        }
+        let Backend::Worker(run) = &mut self.backend else {
+            return;
+        };
+        let Some(params) = trained.params else {
+            return;
+        };
+        let model = match run.spec.model.with_params(params) {
+            Ok(model) => model,
+            Err(e) => {
+                progress
+                    .stopped
+                    .get_or_insert(format!("the worker's parameters do not fit: {e}"));
+                return;
+            }
+        };
+        let step = run_step(self.step_base, trained.steps_done);
+        let healthy = progress.stopped.is_none() && self.verdict == Verdict::Healthy;
+        if healthy_before && healthy && checkpoint_due(step) {
+            self.checkpoint = Some((step, model.clone()));
+        }
+        run.latest = (trained.steps_done, model);
+        progress.fresh_model = true;
+    }
+
+    /// After a worker failed: the run goes on in the page from the last
+    /// parameters heard. Returns what to tell the user.
+    fn move_into_page(&mut self, why: &str) -> String {
+        let Backend::Worker(run) = &self.backend else {
+            return why.to_string();
+        };
+        let (count, model) = run.latest.clone();
+        let step = run_step(self.step_base, count);
+        let mut settings = run.spec.settings.clone();
+        settings.threads = default_threads();
+        let dim = run.spec.target.dim();
+        let fixed_centre = run.spec.fixed_centre;
+        match CpuTrainer::<f32>::new(model, run.spec.target.clone(), settings) {
+            Ok(mut trainer) => {
+                if fixed_centre {
+                    trainer.freeze(0..dim);
+                }
+                self.device = trainer.backend();
+                self.backend = Backend::Cpu(Box::new(trainer));
+                self.step_base = step as i64;
+                format!(
+                    "the training worker failed ({why}); the run goes on in the page from step {step}: press play"
+                )
+            }
+            Err(e) => format!(
+                "the training worker failed ({why}), and the page cannot train the run: {e}"
+            ),
+        }
+    }
+}

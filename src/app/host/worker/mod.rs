@@ -1,0 +1,61 @@
+//! Training off the page's thread. A CPU run can train in a worker: in a
+//! browser a Web Worker running this same program ([`web`]), natively a
+//! thread ([`thread`]). Either way the worker's side is [`core::WorkerCore`],
+//! a CPU trainer driven by the messages of [`protocol`], and the page's side
+//! is a [`Channel`] the [`TrainerHost`](super::TrainerHost) posts to and
+//! takes replies from once a frame. The page draws at its own pace however
+//! long the steps take; the steps go on however slowly the page draws.
+
+pub mod core;
+pub mod protocol;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod thread;
+#[cfg(target_arch = "wasm32")]
+pub mod web;
+
+use protocol::{FromWorker, ToWorker};
+use std::cell::Cell;
+use web_time::Duration;
+
+/// The longest stretch a worker trains before it looks at its messages.
+pub const CHUNK: Duration = Duration::from_millis(12);
+
+/// The page's end of a worker.
+pub trait Channel {
+    /// Sends a message (a worker that cannot be reached says so through
+    /// [`Channel::take`]).
+    fn post(&self, message: &ToWorker);
+    /// The replies that arrived since the last call, in order.
+    fn take(&self) -> Vec<FromWorker>;
+    /// Where the worker runs, for the device's label ("Web Worker", "thread").
+    fn place(&self) -> &'static str;
+}
+
+thread_local! {
+    /// Whether new CPU runs train in a worker: in a browser unless a link
+    /// says `worker=off`; natively when asked.
+    static WANTED: Cell<bool> = const { Cell::new(cfg!(target_arch = "wasm32")) };
+}
+
+/// Whether CPU runs started from now on train in a worker.
+pub fn set_wanted(wanted: bool) {
+    WANTED.with(|w| w.set(wanted));
+}
+
+/// Whether CPU runs train in a worker when one can be started.
+pub fn wanted() -> bool {
+    WANTED.with(Cell::get)
+}
+
+/// A new worker, when they are wanted and one can be started; otherwise
+/// why not (the run then trains on the page's thread).
+pub fn spawn() -> Result<Box<dyn Channel>, String> {
+    if !wanted() {
+        return Err("workers are off".into());
+    }
+    #[cfg(target_arch = "wasm32")]
+    let channel = web::WebChannel::spawn().map(|c| Box::new(c) as Box<dyn Channel>);
+    #[cfg(not(target_arch = "wasm32"))]
+    let channel = thread::ThreadChannel::spawn().map(|c| Box::new(c) as Box<dyn Channel>);
+    channel
+}

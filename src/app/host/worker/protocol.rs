@@ -1,0 +1,279 @@
+//! The messages between the page and its training worker, and their wire
+//! form: a JSON value for the fields and, beside it, the model's parameters
+//! as plain numbers (a typed array in the browser), so a large model crosses
+//! without being written out as text.
+
+use crate::app::host::HostSpec;
+use crate::run::model_file::{model_from_json, model_to_json};
+use crate::target::{ImageDensity, Target};
+use crate::train::{Loss, TrainSettings};
+use serde_json::{Value, json};
+
+/// What the page asks of its worker.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToWorker {
+    /// Build the trainer. Answered by one [`FromWorker::Trained`] without
+    /// steps (its parameters, generation 0), or [`FromWorker::Failed`].
+    Start(WorkerSpec),
+    /// Train until the trainer's own count reaches `until` (no further: a
+    /// count at or below it stops). `base` turns that count into the run's
+    /// step, for the checkpoints.
+    Train { until: usize, base: i64 },
+    /// Adam's step size from the next step.
+    SetLearningRate(f64),
+    /// Replace the parameters (same structure); the replies from now on carry
+    /// `generation`.
+    SetModel { generation: u64, params: Vec<f64> },
+}
+
+/// What the worker hands back.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FromWorker {
+    /// Steps taken since the last reply.
+    Trained(Trained),
+    /// The trainer could not be built, or the worker broke; the message says why.
+    Failed(String),
+}
+
+/// A stretch of training.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Trained {
+    /// the batch loss of each step, in order
+    pub losses: Vec<f64>,
+    /// the trainer's own step count after them
+    pub steps_done: usize,
+    /// the parameters the steps were taken on ([`ToWorker::SetModel`])
+    pub generation: u64,
+    /// the parameters after the last step, when they came along (at a
+    /// checkpoint, at `until`, after a stop, and every so often)
+    pub params: Option<Vec<f64>>,
+    /// why training stopped (a failed step, undone)
+    pub error: Option<String>,
+    /// seconds the steps took
+    pub seconds: f64,
+}
+
+/// What a worker builds its trainer from: a [`HostSpec`] in a form that
+/// crosses to another instance of the program.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerSpec {
+    pub model: Value,
+    pub target: Value,
+    pub batch: usize,
+    pub learning_rate: f64,
+    pub seed: u64,
+    pub reverse_kl: bool,
+    pub fixed_centre: bool,
+}
+
+impl WorkerSpec {
+    /// The spec of `host`'s run, for a worker (which trains on one thread).
+    pub fn from_host(spec: &HostSpec) -> Self {
+        Self {
+            model: model_to_json(&spec.model),
+            target: target_to_json(&spec.target),
+            batch: spec.settings.batch,
+            learning_rate: spec.settings.learning_rate,
+            seed: spec.settings.seed,
+            reverse_kl: spec.settings.loss == Loss::ReverseKl,
+            fixed_centre: spec.fixed_centre,
+        }
+    }
+
+    /// The run again, on this side.
+    pub fn to_host(&self) -> Result<HostSpec, String> {
+        let target = target_from_json(&self.target)?;
+        let model = model_from_json(&self.model, Some(target.dim()))?;
+        Ok(HostSpec {
+            model,
+            target,
+            settings: TrainSettings {
+                batch: self.batch,
+                learning_rate: self.learning_rate,
+                seed: self.seed,
+                loss: if self.reverse_kl {
+                    Loss::ReverseKl
+                } else {
+                    Loss::ForwardKl
+                },
+                threads: 1,
+            },
+            fixed_centre: self.fixed_centre,
+        })
+    }
+}
+
+/// A message on the wire: its fields, and parameters beside them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Wire {
+    pub json: Value,
+    pub params: Option<Vec<f64>>,
+}
+
+impl ToWorker {
+    pub fn to_wire(&self) -> Wire {
+        let (json, params) = match self {
+            Self::Start(s) => (
+                json!({"kind": "start", "model": s.model, "target": s.target, "batch": s.batch,
+                       "learning_rate": s.learning_rate, "seed": s.seed.to_string(),
+                       "reverse_kl": s.reverse_kl, "fixed_centre": s.fixed_centre}),
+                None,
+            ),
+            Self::Train { until, base } => {
+                (json!({"kind": "train", "until": until, "base": base}), None)
+            }
+            Self::SetLearningRate(lr) => (json!({"kind": "learning_rate", "value": lr}), None),
+            Self::SetModel { generation, params } => (
+                json!({"kind": "set_model", "generation": generation}),
+                Some(params.clone()),
+            ),
+        };
+        Wire { json, params }
+    }
+
+    pub fn from_wire(wire: Wire) -> Result<Self, String> {
+        let v = &wire.json;
+        Ok(match kind(v)? {
+            "start" => Self::Start(WorkerSpec {
+                model: v.get("model").cloned().ok_or("start: no model")?,
+                target: v.get("target").cloned().ok_or("start: no target")?,
+                batch: count(v, "batch")?,
+                learning_rate: real(v, "learning_rate")?,
+                seed: v
+                    .get("seed")
+                    .and_then(Value::as_str)
+                    .and_then(|s| s.parse().ok())
+                    .ok_or("start: no seed")?,
+                reverse_kl: flag(v, "reverse_kl")?,
+                fixed_centre: flag(v, "fixed_centre")?,
+            }),
+            "train" => Self::Train {
+                until: count(v, "until")?,
+                base: v
+                    .get("base")
+                    .and_then(Value::as_i64)
+                    .ok_or("train: no base")?,
+            },
+            "learning_rate" => Self::SetLearningRate(real(v, "value")?),
+            "set_model" => Self::SetModel {
+                generation: generation(v)?,
+                params: wire.params.ok_or("set_model: no parameters")?,
+            },
+            other => return Err(format!("unknown message '{other}'")),
+        })
+    }
+}
+
+impl FromWorker {
+    pub fn to_wire(&self) -> Wire {
+        match self {
+            Self::Trained(t) => Wire {
+                json: json!({"kind": "trained", "losses": t.losses, "steps_done": t.steps_done,
+                             "generation": t.generation, "error": t.error, "seconds": t.seconds}),
+                params: t.params.clone(),
+            },
+            Self::Failed(why) => Wire {
+                json: json!({"kind": "failed", "message": why}),
+                params: None,
+            },
+        }
+    }
+
+    pub fn from_wire(wire: Wire) -> Result<Self, String> {
+        let v = &wire.json;
+        Ok(match kind(v)? {
+            "trained" => Self::Trained(Trained {
+                // a loss that is not finite travels as null
+                losses: v
+                    .get("losses")
+                    .and_then(Value::as_array)
+                    .ok_or("trained: no losses")?
+                    .iter()
+                    .map(|l| l.as_f64().unwrap_or(f64::NAN))
+                    .collect(),
+                steps_done: count(v, "steps_done")?,
+                generation: generation(v)?,
+                params: wire.params,
+                error: v.get("error").and_then(Value::as_str).map(str::to_string),
+                seconds: real(v, "seconds")?,
+            }),
+            "failed" => Self::Failed(
+                v.get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no message")
+                    .to_string(),
+            ),
+            other => return Err(format!("unknown message '{other}'")),
+        })
+    }
+}
+
+fn kind(v: &Value) -> Result<&str, String> {
+    v.get("kind")
+        .and_then(Value::as_str)
+        .ok_or_else(|| "a message without a kind".to_string())
+}
+
+fn count(v: &Value, key: &str) -> Result<usize, String> {
+    v.get(key)
+        .and_then(Value::as_u64)
+        .map(|n| n as usize)
+        .ok_or_else(|| format!("no whole number '{key}'"))
+}
+
+fn real(v: &Value, key: &str) -> Result<f64, String> {
+    v.get(key)
+        .and_then(Value::as_f64)
+        .ok_or_else(|| format!("no number '{key}'"))
+}
+
+fn flag(v: &Value, key: &str) -> Result<bool, String> {
+    v.get(key)
+        .and_then(Value::as_bool)
+        .ok_or_else(|| format!("no flag '{key}'"))
+}
+
+fn generation(v: &Value) -> Result<u64, String> {
+    v.get("generation")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| "no generation".to_string())
+}
+
+/// A target in a form that rebuilds it exactly: built-in ones by name (phi^4
+/// with its lattice and couplings), an image by its cumulative pixel weights.
+pub fn target_to_json(target: &Target) -> Value {
+    match target {
+        Target::Image(image) => {
+            let (width, height, cdf) = image.parts();
+            json!({"image": {"width": width, "height": height, "cdf": cdf}})
+        }
+        Target::Phi4(p) => json!({"name": format!(
+            "phi4:L={},m2={},lambda={}", p.size, p.couplings.m2, p.couplings.lambda)}),
+        Target::RingMixture { rings } => json!({"ring-mixture": rings}),
+        other => json!({"name": other.name()}),
+    }
+}
+
+/// The target [`target_to_json`] wrote.
+pub fn target_from_json(v: &Value) -> Result<Target, String> {
+    if let Some(name) = v.get("name").and_then(Value::as_str) {
+        return Target::parse(name).map_err(|e| e.to_string());
+    }
+    if let Some(rings) = v.get("ring-mixture").and_then(Value::as_u64) {
+        return Ok(Target::RingMixture {
+            rings: rings as usize,
+        });
+    }
+    let image = v
+        .get("image")
+        .ok_or("a target without a name or an image")?;
+    let cdf: Vec<f64> = image
+        .get("cdf")
+        .and_then(Value::as_array)
+        .ok_or("an image target without pixels")?
+        .iter()
+        .map(|c| c.as_f64().unwrap_or(f64::NAN))
+        .collect();
+    let density = ImageDensity::from_parts(count(image, "width")?, count(image, "height")?, cdf)?;
+    Ok(Target::Image(density))
+}

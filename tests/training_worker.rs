@@ -1,0 +1,294 @@
+//! Training in a worker (`app::host::worker`): natively the worker is a
+//! thread running the same code as the browser's Web Worker, its messages in
+//! the same wire form. A run there must give the page the same losses, step
+//! for step, as the same run trained on the page's thread, keep its
+//! checkpoints, take hand edits, stop on divergence, and survive a worker
+//! that breaks.
+
+use flowplay::app::host::worker::protocol::{
+    FromWorker, ToWorker, Trained, WorkerSpec, target_from_json, target_to_json,
+};
+use flowplay::app::host::worker::{self, Channel};
+use flowplay::app::host::{CpuReason, HostSpec, TrainerHost};
+use flowplay::app::playground::picture::PictureJob;
+use flowplay::flow::{FlowConfig, FlowKind, FlowModel};
+use flowplay::rng::Rng;
+use flowplay::target::{ImageDensity, Target};
+use flowplay::train::{Loss, TrainSettings};
+use std::time::{Duration, Instant};
+
+type Host = TrainerHost<PictureJob>;
+
+/// A radial flow of 8 cubic maps on the rings, batch 64.
+fn rings_spec(learning_rate: f64) -> HostSpec {
+    let mut config = FlowConfig::defaults(FlowKind::Radial);
+    config.stack = 8;
+    let model = config.build(2, &mut Rng::seeded(3)).expect("a radial flow");
+    HostSpec {
+        model,
+        target: Target::Rings,
+        settings: TrainSettings {
+            batch: 64,
+            learning_rate,
+            seed: 7,
+            loss: Loss::ForwardKl,
+            threads: 1,
+        },
+        fixed_centre: false,
+    }
+}
+
+fn on_the_page(spec: HostSpec) -> Host {
+    worker::set_wanted(false);
+    let host = Host::new(spec, Err(CpuReason::Chosen)).expect("a CPU run");
+    assert!(!host.in_worker());
+    host
+}
+
+fn in_a_worker(spec: HostSpec) -> Host {
+    worker::set_wanted(true);
+    let host = Host::new(spec, Err(CpuReason::Chosen)).expect("a CPU run");
+    worker::set_wanted(false);
+    assert!(host.in_worker(), "the run should train in a worker");
+    assert!(host.device.contains("thread"), "{}", host.device);
+    host
+}
+
+/// Frames of a run in a worker until it has been heard to reach `step`
+/// (granting no further): the (step, loss) pairs on the way, and whether
+/// fresh parameters came with the last reply.
+fn worker_frames_to(host: &mut Host, step: usize) -> (Vec<(usize, f64)>, bool) {
+    let mut losses = Vec::new();
+    let mut fresh = false;
+    let give_up = Instant::now() + Duration::from_secs(120);
+    while host.steps_done() < step {
+        assert!(
+            Instant::now() < give_up,
+            "the worker stalled at step {}",
+            host.steps_done()
+        );
+        let progress = host.frame(step - host.steps_done(), Duration::from_millis(14), None);
+        assert!(progress.stopped.is_none(), "{:?}", progress.stopped);
+        fresh = progress.fresh_model;
+        losses.extend(progress.losses);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(host.steps_done(), step, "the worker went past its grant");
+    (losses, fresh)
+}
+
+fn page_frames_to(host: &mut Host, step: usize) -> Vec<(usize, f64)> {
+    let mut losses = Vec::new();
+    while host.steps_done() < step {
+        let progress = host.frame(step - host.steps_done(), Duration::from_secs(10), None);
+        assert!(progress.stopped.is_none(), "{:?}", progress.stopped);
+        losses.extend(progress.losses);
+    }
+    losses
+}
+
+#[test]
+fn a_worker_gives_the_same_losses_as_the_page_step_for_step() {
+    let mut page = on_the_page(rings_spec(1e-2));
+    let mut worker = in_a_worker(rings_spec(1e-2));
+    let expected = page_frames_to(&mut page, 120);
+    let (got, fresh) = worker_frames_to(&mut worker, 120);
+    assert_eq!(got.len(), 120);
+    assert_eq!(got, expected, "the worker's losses differ from the page's");
+    // the parameters came back with the last step and equal the page's
+    assert!(fresh);
+    let (step, model) = worker.model().expect("the worker's model");
+    assert_eq!(step, 120);
+    let (_, page_model) = page.model().expect("the page's model");
+    assert_eq!(model.as_flow().params(), page_model.as_flow().params());
+    // both kept the checkpoints at steps 10, 50 and 100 (the last is 100)
+    assert_eq!(worker.checkpoint_step(), Some(100));
+    assert_eq!(page.checkpoint_step(), Some(100));
+    assert_eq!(
+        worker.checkpoint().map(|c| c.1.as_flow().params().to_vec()),
+        page.checkpoint().map(|c| c.1.as_flow().params().to_vec()),
+    );
+}
+
+#[test]
+fn a_hand_edit_and_a_new_learning_rate_reach_the_worker() {
+    let mut page = on_the_page(rings_spec(1e-2));
+    let mut worker = in_a_worker(rings_spec(1e-2));
+    page_frames_to(&mut page, 20);
+    worker_frames_to(&mut worker, 20);
+    let (_, model) = page.model().expect("a model");
+    let mut params = model.as_flow().params().to_vec();
+    params[0] += 0.25;
+    let edited: FlowModel<f64> = model.with_params(params).expect("same structure");
+    page.set_model(&edited).expect("the page takes the edit");
+    worker
+        .set_model(&edited)
+        .expect("the worker takes the edit");
+    // the page sees the edit at once
+    let (step, shown) = worker.model().expect("a model");
+    assert_eq!(step, 20);
+    assert_eq!(shown.as_flow().params(), edited.as_flow().params());
+    page.set_learning_rate(3e-3);
+    worker.set_learning_rate(3e-3);
+    let expected = page_frames_to(&mut page, 40);
+    let (got, _) = worker_frames_to(&mut worker, 40);
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn an_edit_while_steps_are_in_flight_undoes_them_and_the_count_follows() {
+    let mut worker = in_a_worker(rings_spec(1e-2));
+    worker_frames_to(&mut worker, 5);
+    // grant many steps, then edit before hearing them
+    let _ = worker.frame(500, Duration::ZERO, None);
+    std::thread::sleep(Duration::from_millis(30));
+    let (step, model) = worker.model().expect("a model");
+    worker.set_model(&model).expect("the edit");
+    let heard = worker.steps_done();
+    assert_eq!(step, heard);
+    // the worker's replies about steps before the edit are passed over
+    for _ in 0..40 {
+        let progress = worker.frame(0, Duration::ZERO, None);
+        assert!(progress.losses.is_empty(), "no losses of undone steps");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(worker.steps_done(), heard);
+    let (losses, _) = worker_frames_to(&mut worker, heard + 3);
+    let steps: Vec<usize> = losses.iter().map(|&(s, _)| s).collect();
+    assert_eq!(steps, vec![heard + 1, heard + 2, heard + 3]);
+}
+
+#[test]
+fn a_diverging_run_in_a_worker_stops_and_goes_on_at_half_the_rate() {
+    // a learning rate of 50 throws the parameters off at once
+    let mut worker = in_a_worker(rings_spec(50.0));
+    let give_up = Instant::now() + Duration::from_secs(120);
+    let stopped = loop {
+        assert!(Instant::now() < give_up, "the run never stopped");
+        let progress = worker.frame(50, Duration::ZERO, None);
+        if let Some(why) = progress.stopped {
+            break why;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    assert!(!stopped.is_empty());
+    let (step, lr) = worker.go_on_at_half_rate().expect("goes on");
+    assert_eq!(lr, 25.0);
+    assert!(step <= worker.steps_done());
+}
+
+#[test]
+fn a_run_the_trainer_refuses_fails_at_once_in_a_worker_too() {
+    let mut spec = rings_spec(1e-2);
+    spec.settings.batch = 0;
+    worker::set_wanted(true);
+    let refused = Host::new(spec, Err(CpuReason::Chosen));
+    worker::set_wanted(false);
+    assert!(refused.is_err());
+}
+
+/// A worker that breaks as soon as it is asked anything.
+struct Broken;
+
+impl Channel for Broken {
+    fn post(&self, _: &ToWorker) {}
+    fn take(&self) -> Vec<FromWorker> {
+        vec![FromWorker::Failed("out of memory".into())]
+    }
+    fn place(&self) -> &'static str {
+        "broken worker"
+    }
+}
+
+#[test]
+fn a_broken_worker_is_reported_and_the_run_goes_on_in_the_page() {
+    let mut host = Host::in_worker_at(rings_spec(1e-2), Box::new(Broken)).expect("a run");
+    let progress = host.frame(10, Duration::from_secs(1), None);
+    let why = progress.stopped.expect("the failure is reported");
+    assert!(why.contains("out of memory"), "{why}");
+    assert!(why.contains("goes on in the page"), "{why}");
+    assert!(!host.in_worker());
+    assert!(host.device.starts_with("CPU ("), "{}", host.device);
+    let losses = page_frames_to(&mut host, 5);
+    assert_eq!(losses.len(), 5);
+}
+
+#[test]
+fn every_message_crosses_the_wire_unchanged() {
+    let spec = WorkerSpec::from_host(&rings_spec(1e-2));
+    let to = [
+        ToWorker::Start(spec.clone()),
+        ToWorker::Train {
+            until: 42,
+            base: -3,
+        },
+        ToWorker::SetLearningRate(0.0123),
+        ToWorker::SetModel {
+            generation: 2,
+            params: vec![0.1, -2.5, 1e-300],
+        },
+    ];
+    for message in to {
+        assert_eq!(ToWorker::from_wire(message.to_wire()), Ok(message));
+    }
+    let from = [
+        FromWorker::Trained(Trained {
+            losses: vec![1.5, -0.25],
+            steps_done: 12,
+            generation: 1,
+            params: Some(vec![3.0, 4.0]),
+            error: Some("NaN".into()),
+            seconds: 0.5,
+        }),
+        FromWorker::Trained(Trained::default()),
+        FromWorker::Failed("broken".into()),
+    ];
+    for message in from {
+        assert_eq!(FromWorker::from_wire(message.to_wire()), Ok(message));
+    }
+    // the model and settings come back exactly
+    let back = spec.to_host().expect("the spec rebuilds");
+    let original = rings_spec(1e-2);
+    assert_eq!(
+        back.model.as_flow().params(),
+        original.model.as_flow().params()
+    );
+    assert_eq!(
+        back.settings,
+        TrainSettings {
+            threads: 1,
+            ..original.settings
+        }
+    );
+    // a seed beyond 2^53 survives (it travels as text)
+    let mut big = spec;
+    big.seed = u64::MAX - 1;
+    assert_eq!(
+        ToWorker::from_wire(ToWorker::Start(big.clone()).to_wire()),
+        Ok(ToWorker::Start(big))
+    );
+}
+
+#[test]
+fn every_kind_of_target_crosses_the_wire_exactly() {
+    let weights: Vec<f64> = (0..12).map(|k| (k % 5) as f64 * 0.37).collect();
+    let image = ImageDensity::from_weights(4, 3, &weights).expect("an image");
+    let mut targets: Vec<Target> = Target::NAMES
+        .iter()
+        .map(|n| Target::parse(n).expect("a built-in target"))
+        .collect();
+    targets.push(Target::RingMixture { rings: 5 });
+    targets.push(Target::parse("phi4:L=6,m2=-4.125,lambda=0.1").expect("phi^4"));
+    targets.push(Target::Image(image));
+    for target in targets {
+        let back = target_from_json(&target_to_json(&target)).expect("rebuilds");
+        assert_eq!(format!("{back:?}"), format!("{target:?}"));
+    }
+    assert!(
+        target_from_json(
+            &serde_json::json!({"image": {"width": 2, "height": 1, "cdf": [0.7, 0.2]}})
+        )
+        .is_err()
+    );
+    assert!(target_from_json(&serde_json::json!({"name": "nonsense"})).is_err());
+}
