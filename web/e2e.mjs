@@ -12,7 +12,10 @@
 //
 // The page reports its progress in the tab title
 // ("Flow Playground | rings | GPU | step N | loss L (first F)"): with WebGPU the
-// run must train on the GPU, without it on the CPU.
+// run must train on the GPU, without it on the CPU, in a Web Worker ("CPU
+// worker"; `worker=off` keeps it on the page's thread, "CPU"). Each mode also
+// checks that the worker and the page's thread give the same losses step for
+// step, and measures the spiral recipe and the lab both ways.
 
 import { chromium } from 'playwright-core';
 import { createServer } from 'node:http';
@@ -64,7 +67,7 @@ const modes = {
       '--use-vulkan=swiftshader', '--use-angle=swiftshader'],
     device: 'GPU',
   },
-  'no-webgpu': { args: [...common, '--use-angle=swiftshader'], device: 'CPU' },
+  'no-webgpu': { args: [...common, '--use-angle=swiftshader'], device: 'CPU worker' },
 };
 
 function progress(title) {
@@ -146,14 +149,20 @@ async function runMode(name, { args, device }, base) {
   // a software adapter, which the page sets aside), and with WebGPU on, the
   // same run asked onto the emulated GPU
   const spiral = await measureSpiral(page, base, name);
-  if (spiral.device !== 'CPU') {
-    throw new Error(`${name}: the spiral trained on the ${spiral.device}; a software adapter should leave it on the CPU`);
+  if (spiral.device !== 'CPU worker') {
+    throw new Error(`${name}: the spiral trained on the ${spiral.device}; a software adapter should leave it on the CPU, in a worker`);
   }
+  const spiralPage = await measureSpiral(page, base, name, '?worker=off', 'spiral-page-thread');
+  if (spiralPage.device !== 'CPU') {
+    throw new Error(`${name}: worker=off trained the spiral on the ${spiralPage.device}, not the page's thread`);
+  }
+  const sameLosses = await workerMatchesThePage(page, base, name);
   const spiralGpu = device === 'GPU' ? await measureSpiral(page, base, name, '?gpu=on', 'spiral-gpu') : null;
   if (spiralGpu && spiralGpu.device !== 'GPU') {
     throw new Error(`${name}: gpu=on left the spiral on the ${spiralGpu.device}`);
   }
   const lab = await measureLab(page, base, name);
+  const labPage = await measureLab(page, base, name, '&worker=off', 'CPU');
   const lesson = await openLesson(page, base, name);
   const compared = await sideBySide(page, base, name);
   const reloaded = await reloadKeepsTheRun(browser, base, name, errors);
@@ -161,11 +170,15 @@ async function runMode(name, { args, device }, base) {
   if (errors.length) throw new Error(`${name}: console errors:\n${errors.join('\n')}`);
   await browser.close();
   console.log(`${name}: ok on the ${device} (first paint ${firstPaint} ms; step ${trained.step} in ${seconds.toFixed(1)} s, loss ${trained.first} -> ${trained.loss}; ${cache})`);
-  console.log(`${name}: spiral recipe (${spiral.device}): ${spiral.stepsPerSecond.toFixed(1)} steps/s, ${spiral.fps.toFixed(1)} frames/s over ${spiral.seconds.toFixed(1)} s`);
+  console.log(`${name}: spiral recipe (${spiral.device}): ${spiral.stepsPerSecond.toFixed(1)} steps/s, ${spiral.fps.toFixed(1)} frames/s over ${spiral.seconds.toFixed(1)} s (paused: ${spiral.pausedFps.toFixed(1)} frames/s)`);
+  console.log(`${name}: spiral recipe with worker=off (${spiralPage.device}): ${spiralPage.stepsPerSecond.toFixed(1)} steps/s, ${spiralPage.fps.toFixed(1)} frames/s over ${spiralPage.seconds.toFixed(1)} s (paused: ${spiralPage.pausedFps.toFixed(1)} frames/s)`);
+  console.log(`${name}: ${sameLosses}`);
   if (spiralGpu) {
     console.log(`${name}: spiral recipe with gpu=on (${spiralGpu.device}, emulated): ${spiralGpu.stepsPerSecond.toFixed(1)} steps/s, ${spiralGpu.fps.toFixed(1)} frames/s over ${spiralGpu.seconds.toFixed(1)} s`);
   }
-  console.log(`${name}: phi^4 lab (L=8, broken point, ${lab.device}): ${lab.stepsPerSecond.toFixed(1)} steps/s, ${lab.fps.toFixed(1)} frames/s, ${lab.msPerStep} ms a training step, ESS/N ${lab.ess} at step ${lab.step}`);
+  for (const l of [lab, labPage]) {
+    console.log(`${name}: phi^4 lab (L=8, broken point, ${l.device}): ${l.stepsPerSecond.toFixed(1)} steps/s, ${l.fps.toFixed(1)} frames/s, ${l.msPerStep} ms a training step, ESS/N ${l.ess} at step ${l.step}`);
+  }
   console.log(`${name}: ${lesson}; ${compared}; ${reloaded}; ${phone}`);
 }
 
@@ -240,9 +253,37 @@ function countFrames(page, ms) {
   }), ms);
 }
 
+/** The same run stepped 25 times with the S key in a worker and on the
+ *  page's thread: the title's mean losses (first and last 20 steps) agree. */
+async function workerMatchesThePage(page, base, name) {
+  const stepped = async (query) => {
+    await page.goto(`${base}/?target=rings&flow=radial&family=cubic&stack=8&batch=256&lr=0.01&gpu=off${query}`);
+    await waitFor(page, 'the rings page', async () => /\| step 0$/.test(await page.title()));
+    await page.waitForTimeout(1000); // the GPU, if any, is found before the first step
+    await page.mouse.click(1000, 600);
+    for (let k = 1; k <= 25; k++) {
+      await page.keyboard.press('s');
+      await waitFor(page, `step ${k}`, async () => (progress(await page.title())?.step ?? 0) >= k);
+    }
+    const title = await page.title();
+    if (progress(title).step !== 25) throw new Error(`${name}: 25 presses of S took the run to: ${title}`);
+    return title;
+  };
+  const inWorker = await stepped('');
+  const onPage = await stepped('&worker=off');
+  if (!inWorker.includes('| CPU worker |') || !onPage.includes('| CPU |')) {
+    throw new Error(`${name}: expected a worker and then the page's thread: ${inWorker} / ${onPage}`);
+  }
+  const losses = (t) => /\| loss .*$/.exec(t)?.[0];
+  if (!losses(inWorker) || losses(inWorker) !== losses(onPage)) {
+    throw new Error(`${name}: the worker's losses differ from the page's: ${inWorker} / ${onPage}`);
+  }
+  return `25 single steps in a worker and on the page's thread give the same losses (${losses(inWorker).slice(2)})`;
+}
+
 /** Opens the phi^4 lab from a link, trains ~10 s, and measures. */
-async function measureLab(page, base, name) {
-  await page.goto(`${base}/?lab=phi4&L=8&m2=-4&lambda=2`);
+async function measureLab(page, base, name, query = '', expected = 'CPU worker') {
+  await page.goto(`${base}/?lab=phi4&L=8&m2=-4&lambda=2${query}`);
   await waitFor(page, 'the phi^4 lab', async () => (await page.title()).includes('phi^4 | step 0'));
   await page.mouse.click(1000, 600);
   await page.keyboard.press('Space');
@@ -252,16 +293,15 @@ async function measureLab(page, base, name) {
   const frames = await countFrames(page, 10000);
   const title = await page.title();
   const end = { step: await labStep(), at: Date.now() };
-  await page.screenshot({ path: join(artifacts, `${name}-phi4-lab.png`) });
+  await page.screenshot({ path: join(artifacts, `${name}-phi4-lab${query ? '-page-thread' : ''}.png`) });
   const ess = /ESS\/N ([\d.]+)/.exec(title)?.[1];
   const msPerStep = /([\d.]+) ms a step/.exec(title)?.[1];
-  const labDevice = /\| (GPU|CPU)$/.exec(title)?.[1];
+  const labDevice = /\| (GPU|CPU worker|CPU)$/.exec(title)?.[1];
   if (!(end.step > start.step) || ess === undefined) {
     throw new Error(`${name}: the phi^4 lab did not train: ${title}`);
   }
   // Chromium's WebGPU here is SwiftShader, a software adapter: the lab keeps to
   // the CPU there (its lattice kernels took 7 s a step emulated, against 45 ms)
-  const expected = 'CPU';
   if (labDevice !== expected) {
     throw new Error(`${name}: the phi^4 lab trained on the ${labDevice}, expected the ${expected}: ${title}`);
   }
@@ -329,6 +369,7 @@ async function measureSpiral(page, base, name, query = '', label = 'spiral') {
   await page.goto(`${base}/${query}`);
   await waitFor(page, 'the spiral page', async () => (await page.title()).includes('spiral'));
   await page.waitForTimeout(1000); // the GPU, if any, is adopted before play
+  const paused = await countFrames(page, 3000);
   await page.mouse.click(1000, 600);
   await page.keyboard.press('Space');
   await waitFor(page, 'the spiral to train', async () => (progress(await page.title())?.step ?? 0) > 0);
@@ -344,10 +385,13 @@ async function measureSpiral(page, base, name, query = '', label = 'spiral') {
     requestAnimationFrame(tick);
   }));
   const end = { step: progress(await page.title()).step, at: Date.now() };
-  const device = /\| (GPU|CPU) \|/.exec(await page.title())?.[1];
+  const device = /\| (GPU|CPU worker|CPU) \|/.exec(await page.title())?.[1];
   await page.screenshot({ path: join(artifacts, `${name}-${label}.png`) });
   const seconds = (end.at - start.at) / 1000;
-  return { stepsPerSecond: (end.step - start.step) / seconds, fps: frames.n / (frames.ms / 1000), seconds, device };
+  return {
+    stepsPerSecond: (end.step - start.step) / seconds, fps: frames.n / (frames.ms / 1000), seconds, device,
+    pausedFps: paused.n / (paused.ms / 1000),
+  };
 }
 
 const server = await serve();

@@ -51,6 +51,23 @@ impl WorkerRun {
         (run, device)
     }
 
+    /// Whether a reply is still to come: steps granted but not heard, an
+    /// edit not yet answered.
+    pub(super) fn awaiting(&self) -> bool {
+        self.set_at.is_some() || self.until_sent.is_some_and(|until| until > self.steps_done)
+    }
+
+    /// Stops the worker at the steps heard (those in flight still come).
+    pub(super) fn halt(&mut self, base: i64) {
+        if self.until_sent != Some(self.steps_done) {
+            self.channel.post(&ToWorker::Train {
+                until: self.steps_done,
+                base,
+            });
+            self.until_sent = Some(self.steps_done);
+        }
+    }
+
     pub(super) fn set_learning_rate(&mut self, lr: f64) {
         self.spec.settings.learning_rate = lr;
         self.channel.post(&ToWorker::SetLearningRate(lr));

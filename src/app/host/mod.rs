@@ -215,6 +215,24 @@ impl<J: GpuJob> TrainerHost<J> {
         matches!(self.backend, Backend::Worker(_))
     }
 
+    /// Whether the page waits for a worker's reply (it should look again
+    /// soon even when nothing else asks for a frame).
+    pub fn awaiting_worker(&self) -> bool {
+        match &self.backend {
+            Backend::Worker(run) => run.awaiting(),
+            _ => false,
+        }
+    }
+
+    /// Pauses a run in a worker now, rather than when the steps it may take
+    /// run out (elsewhere nothing trains between frames).
+    pub fn halt(&mut self) {
+        let base = self.step_base;
+        if let Backend::Worker(run) = &mut self.backend {
+            run.halt(base);
+        }
+    }
+
     /// Whether a GPU task holds the trainer now.
     pub fn busy(&self) -> bool {
         match &self.backend {

@@ -329,6 +329,8 @@ impl Phi4Lab {
         let steps = if self.running && run.stopped.is_none() {
             MEASURE_EVERY - run.steps() % MEASURE_EVERY
         } else {
+            // paused: no further than heard
+            run.host.halt();
             0
         };
         let progress = run.host.frame(steps, Duration::ZERO, None);
@@ -511,7 +513,7 @@ impl Phi4Lab {
         } else if self
             .runs
             .iter()
-            .any(|r| r.host.busy() || r.host.in_worker())
+            .any(|r| r.host.busy() || r.host.awaiting_worker())
         {
             ui.ctx().request_repaint_after(Duration::from_millis(50));
         }
@@ -553,7 +555,11 @@ impl Phi4Lab {
             if let Some(ms) = run.ms_per_step() {
                 title += &format!(" | {ms:.1} ms a step");
             }
-            title += if run.on_gpu() { " | GPU" } else { " | CPU" };
+            title += match (run.on_gpu(), run.host.in_worker()) {
+                (true, _) => " | GPU",
+                (false, true) => " | CPU worker",
+                (false, false) => " | CPU",
+            };
         }
         title
     }

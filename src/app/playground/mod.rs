@@ -428,6 +428,7 @@ impl Playground {
         if let Some(session) = &self.session
             && self.devices.context().is_some()
             && session.steps_done() == 0
+            && !session.awaiting_worker()
             && session.cpu_reason() == Some(&CpuReason::NoGpu)
         {
             self.reset();
@@ -498,7 +499,7 @@ impl Playground {
             session.frame(budget);
             if session.status == Status::Running || session.wants_frame() {
                 ui.ctx().request_repaint();
-            } else if session.on_gpu() || session.in_worker() {
+            } else if session.on_gpu() || session.awaiting_worker() {
                 // GPU and worker results arrive asynchronously
                 ui.ctx().request_repaint_after(Duration::from_millis(100));
             }
@@ -596,7 +597,11 @@ impl Playground {
             return Some(title);
         }
         let session = self.session.as_ref()?;
-        let device = if session.on_gpu() { "GPU" } else { "CPU" };
+        let device = match (session.on_gpu(), session.in_worker()) {
+            (true, _) => "GPU",
+            (false, true) => "CPU worker",
+            (false, false) => "CPU",
+        };
         let name = session.settings.target.label();
         let step = session.steps_done();
         Some(match session.losses.len() {

@@ -96,6 +96,8 @@ pub struct Session {
     held_out: Vec<f64>,
     /// when a worker was last told how far to train
     last_grant: Option<Instant>,
+    /// the worker was last told to train on while playing (a pause halts it)
+    worker_playing: bool,
     /// the step the run trains to at most (a side-by-side comparison's budget)
     pub last_step: Option<usize>,
     /// the target's log density on a grid of the views (its size, values)
@@ -162,6 +164,7 @@ impl Session {
             last_metrics: None,
             held_out: Vec::new(),
             last_grant: None,
+            worker_playing: false,
             last_step: None,
             target_grid: None,
         };
@@ -185,6 +188,11 @@ impl Session {
     /// Whether the run trains in a worker, off the page's thread.
     pub fn in_worker(&self) -> bool {
         self.host.in_worker()
+    }
+
+    /// Whether a reply from the run's worker is still to come.
+    pub fn awaiting_worker(&self) -> bool {
+        self.host.awaiting_worker()
     }
 
     pub fn steps_done(&self) -> usize {
@@ -260,6 +268,10 @@ impl Session {
         }
         if self.host.in_worker() {
             let steps = if running { self.worker_window() } else { 0 };
+            if !running && std::mem::take(&mut self.worker_playing) {
+                self.host.halt();
+            }
+            self.worker_playing |= running;
             let progress = self.host.frame(steps, budget, None);
             let fresh = progress.fresh_model;
             self.take(progress);
@@ -329,6 +341,8 @@ impl Session {
     /// One training step now (paused afterwards), and the views redrawn.
     pub fn single_step(&mut self) {
         self.status = Status::Paused;
+        // a worker's grant while playing gives way to this one step
+        self.worker_playing = false;
         let progress = self.host.frame(1, Duration::from_secs(10), None);
         self.take(progress);
         self.refresh_picture();
