@@ -159,6 +159,38 @@ fn an_edit_while_steps_are_in_flight_undoes_them_and_the_count_follows() {
 }
 
 #[test]
+fn a_halt_stops_the_worker_short_of_its_grant() {
+    // a slow run: 64 maps a ray, batch 512 (milliseconds a step)
+    let mut spec = rings_spec(1e-2);
+    let mut config = FlowConfig::defaults(FlowKind::Radial);
+    config.stack = 64;
+    spec.model = config.build(2, &mut Rng::seeded(3)).expect("a radial flow");
+    spec.settings.batch = 512;
+    let mut worker = in_a_worker(spec);
+    let _ = worker.frame(2000, Duration::ZERO, None);
+    std::thread::sleep(Duration::from_millis(100));
+    let _ = worker.frame(0, Duration::ZERO, None);
+    worker.halt();
+    assert!(!worker.awaiting_worker() || worker.steps_done() < 2000);
+    // whatever was in flight comes in; then nothing more
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = worker.frame(0, Duration::ZERO, None);
+    let halted_at = worker.steps_done();
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = worker.frame(0, Duration::ZERO, None);
+    assert_eq!(
+        worker.steps_done(),
+        halted_at,
+        "the worker trained on after the halt"
+    );
+    assert!(
+        halted_at < 2000,
+        "the halt came after the whole grant: {halted_at}"
+    );
+    assert!(!worker.awaiting_worker());
+}
+
+#[test]
 fn a_diverging_run_in_a_worker_stops_and_goes_on_at_half_the_rate() {
     // a learning rate of 50 throws the parameters off at once
     let mut worker = in_a_worker(rings_spec(50.0));

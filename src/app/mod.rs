@@ -99,7 +99,7 @@ impl PlaygroundApp {
         // before any run starts: where CPU runs train
         let worker = query::worker_in(query);
         if let Some(Ok(wanted)) = worker {
-            host::worker::set_wanted(wanted && host::worker::wanted());
+            host::worker::set_wanted(wanted);
         }
         let mut app = if query.contains("lab=phi4") {
             let (settings, ignored) = LabSettings::from_query(query);

@@ -1,0 +1,133 @@
+//! The app with its CPU runs in workers (`worker=on` in a link; natively a
+//! thread, in a browser a Web Worker, the same code either side): the
+//! playground plays, redraws as the parameters come, pauses, steps one step
+//! at a time and stays where it is when paused; the lab trains and measures
+//! its runs there. Frames are run with short sleeps between them, as the
+//! replies come back asynchronously.
+#![cfg(all(feature = "app", not(target_arch = "wasm32")))]
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use flowplay::app::PlaygroundApp;
+use flowplay::app::playground::session::{Session, Status};
+use std::time::{Duration, Instant};
+
+fn harness(query: &'static str) -> Harness<'static, PlaygroundApp> {
+    Harness::builder()
+        .with_size([1280.0, 800.0])
+        .wgpu()
+        .build_eframe(move |_cc| PlaygroundApp::from_link(query))
+}
+
+fn session<'a>(h: &'a Harness<'static, PlaygroundApp>) -> &'a Session {
+    h.state().playground().session().expect("a run")
+}
+
+/// Runs frames (a few milliseconds apart) until `done` holds; fails after a
+/// minute without it.
+fn frames_until(
+    h: &mut Harness<'static, PlaygroundApp>,
+    what: &str,
+    done: impl Fn(&Harness<'static, PlaygroundApp>) -> bool,
+) {
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while !done(h) {
+        assert!(Instant::now() < give_up, "gave up waiting for {what}");
+        h.run_steps(1);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn the_playground_plays_pauses_and_steps_with_its_run_in_a_worker() {
+    let mut h = harness("target=rings&flow=radial&stack=4&batch=64&spf=8&worker=on");
+    h.run_steps(2);
+    let title = h.state().playground().title().expect("a title");
+    assert!(title.contains("| CPU worker |"), "{title}");
+    assert!(
+        session(&h).device().contains("thread"),
+        "{}",
+        session(&h).device()
+    );
+    let first_picture = session(&h).picture_version;
+    h.get_by_label("Play").click();
+    frames_until(&mut h, "300 steps", |h| session(h).steps_done() >= 300);
+    let s = session(&h);
+    assert_eq!(
+        s.losses.len(),
+        s.steps_done(),
+        "a loss for every step heard"
+    );
+    let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len() as f32;
+    let first = mean(&s.losses[..20]);
+    let last = mean(&s.losses[s.losses.len() - 20..]);
+    assert!(
+        last < first - 0.1,
+        "the loss did not fall: {first} -> {last}"
+    );
+    assert!(
+        s.picture_version > first_picture,
+        "the views follow the worker's parameters"
+    );
+    let (_, model) = s.model().expect("the model shown");
+    assert!(s.picture.model.is_some());
+    assert_eq!(model.as_flow().n_params(), s.n_params);
+    // pause: the steps stop (those in flight come in) and stay stopped
+    h.get_by_label("Pause").click();
+    h.run_steps(2);
+    std::thread::sleep(Duration::from_millis(300));
+    h.run_steps(2);
+    let paused_at = session(&h).steps_done();
+    std::thread::sleep(Duration::from_millis(300));
+    h.run_steps(2);
+    assert_eq!(
+        session(&h).steps_done(),
+        paused_at,
+        "a paused run trained on"
+    );
+    assert_eq!(session(&h).status, Status::Paused);
+    // one step at a time
+    h.get_by_label("Step").click();
+    frames_until(&mut h, "the single step", |h| {
+        session(h).steps_done() == paused_at + 1
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    h.run_steps(2);
+    assert_eq!(
+        session(&h).steps_done(),
+        paused_at + 1,
+        "one step, not more"
+    );
+    let drawn = session(&h).picture.model.as_ref().map(|(step, _)| *step);
+    assert_eq!(
+        drawn,
+        Some(paused_at + 1),
+        "the views show the stepped model"
+    );
+}
+
+#[test]
+fn the_lab_trains_and_measures_its_runs_in_workers() {
+    let mut h = harness("lab=phi4&L=4&m2=-4&lambda=2&layers=4&batch=32&worker=on");
+    h.run_steps(2);
+    let lab = h.state().lab().expect("the lab");
+    assert!(lab.title().ends_with("| CPU worker"), "{}", lab.title());
+    h.get_by_label("Play").click();
+    frames_until(&mut h, "two measurements", |h| {
+        h.state()
+            .lab()
+            .is_some_and(|lab| lab.runs.iter().all(|r| r.ess.len() >= 2))
+    });
+    let lab = h.state().lab().expect("the lab");
+    for run in &lab.runs {
+        // measured exactly at the measurement steps (every 20)
+        assert!(
+            run.ess.iter().all(|&(step, _)| step % 20 == 0),
+            "{:?}",
+            run.ess
+        );
+        assert!(run.estimates.is_some());
+        assert!(run.stopped.is_none(), "{:?}", run.stopped);
+        assert!(run.host.in_worker());
+    }
+}
