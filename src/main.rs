@@ -23,14 +23,7 @@ fn show_panics_in_the_page() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         previous(info);
-        let what = match (
-            info.payload().downcast_ref::<&str>(),
-            info.payload().downcast_ref::<String>(),
-        ) {
-            (Some(s), _) => s.to_string(),
-            (_, Some(s)) => s.clone(),
-            _ => "an internal error".to_string(),
-        };
+        let what = flowplay::app::host::worker::panic_message(info.payload());
         let place = info
             .location()
             .map(|l| format!(" ({}:{})", l.file(), l.line()))

@@ -65,11 +65,7 @@ pub const GPU_KEY: &str = "gpu";
 /// The device a link chooses: `Some(Ok(true))` for the GPU, `Some(Ok(false))`
 /// for the CPU, `Some(Err(why))` for a value that is neither.
 pub fn gpu_in(query: &str) -> Option<Result<bool, String>> {
-    value_in(query, GPU_KEY).map(|value| match value {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        other => Err(format!("gpu={other} is neither on nor off")),
-    })
+    switch_in(query, GPU_KEY)
 }
 
 /// The link entry that keeps CPU training on the page's own thread
@@ -79,10 +75,16 @@ pub const WORKER_KEY: &str = "worker";
 /// Whether a link wants CPU runs in a worker: `Some(Ok(wanted))`, or
 /// `Some(Err(why))` for a value that is neither on nor off.
 pub fn worker_in(query: &str) -> Option<Result<bool, String>> {
-    value_in(query, WORKER_KEY).map(|value| match value {
+    switch_in(query, WORKER_KEY)
+}
+
+/// An on/off entry of the link named `key`: `Some(Ok(on))`, or
+/// `Some(Err(why))` for a value that is neither.
+fn switch_in(query: &str, key: &str) -> Option<Result<bool, String>> {
+    value_in(query, key).map(|value| match value {
         "on" => Ok(true),
         "off" => Ok(false),
-        other => Err(format!("worker={other} is neither on nor off")),
+        other => Err(format!("{key}={other} is neither on nor off")),
     })
 }
 

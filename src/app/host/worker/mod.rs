@@ -47,6 +47,15 @@ pub fn wanted() -> bool {
     WANTED.with(Cell::get)
 }
 
+/// What a panic says, from its payload (a text, or "an internal error").
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "an internal error".into())
+}
+
 /// A new worker, when they are wanted and one can be started; otherwise
 /// why not (the run then trains on the page's thread).
 pub fn spawn() -> Result<Box<dyn Channel>, String> {

@@ -24,11 +24,7 @@ impl ThreadChannel {
                     serve(&inbox, &outbox)
                 }));
                 if let Err(panic) = served {
-                    let what = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "an internal error".into());
+                    let what = super::panic_message(panic.as_ref());
                     let _ = failed.send(FromWorker::Failed(what).to_wire());
                 }
             })

@@ -232,12 +232,7 @@ pub fn serve() {
 /// A panic in the worker reaches the page as a failure with its message.
 fn report_panics(scope: web_sys::DedicatedWorkerGlobalScope) {
     std::panic::set_hook(Box::new(move |info| {
-        let what = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "an internal error".into());
+        let what = super::panic_message(info.payload());
         let place = info
             .location()
             .map(|l| format!(" ({}:{})", l.file(), l.line()))
