@@ -50,17 +50,66 @@ pub fn map_parts<T: Sync, R: Send>(
     threads: usize,
     f: impl Fn(&[T]) -> R + Sync,
 ) -> Vec<R> {
-    let stride = stride.max(1);
-    let rows = items.len() / stride;
-    let parts = PARTS.max(rows.div_ceil(PART_ROWS)).min(rows).max(1);
-    let per = (rows.div_ceil(parts) * stride).max(1);
-    let parts: Vec<&[T]> = items.chunks(per).collect();
+    let parts = parts_of(items, stride);
     map_chunks(&parts, 1, threads, |group| {
         group.iter().map(|part| f(part)).collect::<Vec<R>>()
     })
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// [`map_parts`] with a buffer per part that outlives the call: part `i` gets
+/// `buffers[i]` (made by `new_buffer` where missing), so a caller that runs
+/// every step (the CPU trainer's per-part gradients) reuses its memory
+/// instead of asking the system for fresh pages each time.
+pub fn map_parts_with<T: Sync, B: Send, R: Send>(
+    items: &[T],
+    stride: usize,
+    threads: usize,
+    buffers: &mut Vec<B>,
+    new_buffer: impl Fn() -> B,
+    f: impl Fn(&[T], &mut B) -> R + Sync,
+) -> Vec<R> {
+    let parts = parts_of(items, stride);
+    if buffers.len() < parts.len() {
+        buffers.resize_with(parts.len(), new_buffer);
+    }
+    let mut work: Vec<(&[T], &mut B)> = parts.into_iter().zip(buffers.iter_mut()).collect();
+    let threads = threads.clamp(1, work.len().max(1));
+    let f = &f;
+    let run = |group: &mut [(&[T], &mut B)]| -> Vec<R> {
+        group
+            .iter_mut()
+            .map(|(part, buffer)| f(part, buffer))
+            .collect()
+    };
+    if threads == 1 || cfg!(target_arch = "wasm32") {
+        return run(&mut work);
+    }
+    let per = work.len().div_ceil(threads).max(1);
+    let mut groups = work.chunks_mut(per);
+    let first = groups.next().unwrap_or_default();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = groups.map(|g| s.spawn(move || run(g))).collect();
+        let mut out = run(first);
+        for h in handles {
+            match h.join() {
+                Ok(v) => out.extend(v),
+                Err(e) => std::panic::resume_unwind(e),
+            }
+        }
+        out
+    })
+}
+
+/// The consecutive parts [`map_parts`] splits `items` into (rows of `stride`).
+fn parts_of<T>(items: &[T], stride: usize) -> Vec<&[T]> {
+    let stride = stride.max(1);
+    let rows = items.len() / stride;
+    let parts = PARTS.max(rows.div_ceil(PART_ROWS)).min(rows).max(1);
+    let per = (rows.div_ceil(parts) * stride).max(1);
+    items.chunks(per).collect()
 }
 
 #[cfg(test)]
@@ -88,5 +137,24 @@ mod tests {
         assert_eq!(lens.iter().sum::<usize>(), 1000);
         assert_eq!(map_parts(&rows, 1, 16, |p| p.len()), lens);
         assert_eq!(map_parts(&items[..6], 3, 4, |p| p.len()), vec![3, 3]);
+    }
+
+    #[test]
+    fn buffered_parts_match_the_plain_parts_and_keep_their_buffers() {
+        let rows: Vec<u32> = (0..1000).collect();
+        let plain = map_parts(&rows, 1, 1, |p| (p[0], p.len()));
+        let mut buffers: Vec<Vec<u32>> = Vec::new();
+        for threads in [1, 2, 3, 16] {
+            let with = map_parts_with(&rows, 1, threads, &mut buffers, Vec::new, |p, b| {
+                b.push(p[0]);
+                (p[0], p.len())
+            });
+            assert_eq!(with, plain, "{threads} threads");
+        }
+        // each part kept its own buffer over the four calls
+        assert_eq!(buffers.len(), plain.len());
+        for (b, &(first, _)) in buffers.iter().zip(&plain) {
+            assert_eq!(b, &vec![first; 4]);
+        }
     }
 }

@@ -19,6 +19,10 @@ pub struct CpuTrainer<T: Real> {
     steps: usize,
     /// parameters held fixed (their gradient is zeroed, so Adam never moves them)
     frozen: std::ops::Range<usize>,
+    /// one gradient per part of the batch, kept from step to step
+    part_grads: Vec<Vec<T>>,
+    /// the batch's gradient, the parts' sum (kept from step to step)
+    grad: Vec<T>,
 }
 
 impl<T: Real> CpuTrainer<T> {
@@ -62,6 +66,8 @@ impl<T: Real> CpuTrainer<T> {
             settings,
             steps: 0,
             frozen: 0..0,
+            part_grads: Vec::new(),
+            grad: Vec::new(),
         })
     }
 
@@ -75,42 +81,55 @@ impl<T: Real> CpuTrainer<T> {
         &self.model
     }
 
-    /// Splits the batch into fixed parts shared over the threads; each part's
-    /// loss sum and gradient are summed in the parts' order, so the thread
-    /// count does not change the numbers.
-    fn loss_and_grad(&self, inputs: &[T]) -> (f64, Vec<T>) {
+    /// The batch's loss, its gradient left in `self.grad`. Splits the batch
+    /// into fixed parts shared over the threads; each part's loss sum and
+    /// gradient are summed in the parts' order, so the thread count does not
+    /// change the numbers.
+    fn loss_and_grad(&mut self, inputs: &[T]) -> f64 {
         let flow = self.model.as_flow();
         let d = flow.dim();
         let n = inputs.len() / d;
-        let parts = crate::parallel::map_parts(inputs, d, self.settings.threads, |chunk| {
-            part_loss_grad(flow, &self.target, self.settings.loss, chunk, n)
-        });
-        let mut grad = vec![T::zero(); flow.n_params()];
+        let n_params = flow.n_params();
+        let (target, loss_kind) = (&self.target, self.settings.loss);
+        let losses = crate::parallel::map_parts_with(
+            inputs,
+            d,
+            self.settings.threads,
+            &mut self.part_grads,
+            || vec![T::zero(); n_params],
+            |chunk, grad| {
+                grad.iter_mut().for_each(|g| *g = T::zero());
+                part_loss_grad(flow, target, loss_kind, chunk, n, grad)
+            },
+        );
+        self.grad.clear();
+        self.grad.resize(n_params, T::zero());
         let mut loss = 0.0;
-        for (l, g) in parts {
+        for (l, g) in losses.into_iter().zip(&self.part_grads) {
             loss += l;
-            for (a, b) in grad.iter_mut().zip(g) {
+            for (a, &b) in self.grad.iter_mut().zip(g) {
                 *a += b;
             }
         }
-        (loss, grad)
+        loss
     }
 }
 
-/// Loss sum (divided by the full batch size `n`) and gradient of one chunk.
+/// Loss sum (divided by the full batch size `n`) of one chunk; its gradient
+/// is added into `grad` (zeros on entry).
 fn part_loss_grad<T: Real>(
     flow: &dyn Flow<T>,
     target: &Target,
     loss: Loss,
     inputs: &[T],
     n: usize,
-) -> (f64, Vec<T>) {
+    grad: &mut [T],
+) -> f64 {
     let d = flow.dim();
     let m = inputs.len() / d;
     let inv_n = T::c(1.0 / n as f64);
     let mut out = vec![T::zero(); inputs.len()];
     let mut ld = vec![T::zero(); m];
-    let mut grad = vec![T::zero(); flow.n_params()];
     match loss {
         Loss::ForwardKl => {
             // -log q = |z|^2/2 + const - ld
@@ -120,7 +139,7 @@ fn part_loss_grad<T: Real>(
                 }
                 -inv_n
             };
-            flow.z_from_x_grad(inputs, &adjoint, &mut out, &mut ld, &mut grad);
+            flow.z_from_x_grad(inputs, &adjoint, &mut out, &mut ld, grad);
             let mut total = 0.0;
             let mut z64 = vec![0.0; d];
             for i in 0..m {
@@ -129,7 +148,7 @@ fn part_loss_grad<T: Real>(
                 }
                 total += -(log_normal(&z64) + ld[i].to_f64());
             }
-            (total / n as f64, grad)
+            total / n as f64
         }
         Loss::ReverseKl => {
             // log q(x) - log p~(x) with x = x_from_z(z), log q = log N(z) - ld
@@ -145,7 +164,7 @@ fn part_loss_grad<T: Real>(
                 }
                 -inv_n
             };
-            flow.x_from_z_grad(inputs, &adjoint, &mut out, &mut ld, &mut grad);
+            flow.x_from_z_grad(inputs, &adjoint, &mut out, &mut ld, grad);
             let mut total = 0.0;
             for i in 0..m {
                 let z64: Vec<f64> = inputs[i * d..(i + 1) * d]
@@ -156,7 +175,7 @@ fn part_loss_grad<T: Real>(
                 let lp = target.log_density_grad(&x64).map_or(f64::NAN, |(v, _)| v);
                 total += log_normal(&z64) - ld[i].to_f64() - lp;
             }
-            (total / n as f64, grad)
+            total / n as f64
         }
     }
 }
@@ -175,26 +194,21 @@ impl<T: Real> Trainer for CpuTrainer<T> {
                 .collect(),
             Loss::ReverseKl => (0..b * d).map(|_| T::c(self.rng.normal())).collect(),
         };
-        let (loss, mut grad) = self.loss_and_grad(&inputs);
-        grad[self.frozen.clone()]
+        let loss = self.loss_and_grad(&inputs);
+        self.grad[self.frozen.clone()]
             .iter_mut()
             .for_each(|g| *g = T::zero());
-        if !loss.is_finite() || grad.iter().any(|g| !g.is_finite()) {
+        if !loss.is_finite() || self.grad.iter().any(|g| !g.is_finite()) {
             return Err(TrainError::NonFinite {
                 step: self.steps + 1,
             });
         }
-        let before = self.model.as_flow().params().to_vec();
-        let adam_before = self.adam.clone();
-        self.adam
-            .update(self.model.as_flow_mut().params_mut(), &grad);
-        if self.model.as_flow().params().iter().any(|p| !p.is_finite()) {
-            // Keep the last good state: parameters and optimizer as before the step.
-            self.model
-                .as_flow_mut()
-                .params_mut()
-                .copy_from_slice(&before);
-            self.adam = adam_before;
+        // A step that would leave a parameter non-finite is not taken: the
+        // last good state (parameters and optimizer) stays.
+        if !self
+            .adam
+            .update_if_finite(self.model.as_flow_mut().params_mut(), &self.grad)
+        {
             return Err(TrainError::NonFinite {
                 step: self.steps + 1,
             });

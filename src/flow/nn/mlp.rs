@@ -6,7 +6,7 @@
 //! Parameter layout: `W0 (n_in x width), b0, [W_i (width x width), b_i] * depth,
 //! W_out (width x n_out), b_out`, kernels row-major as flax stores them (in, out).
 
-use super::{gelu, gelu_prime};
+use super::{gelu_gates_in_place, gelu_prime_from_gate};
 use crate::real::Real;
 use crate::rng::Rng;
 use ndarray::linalg::general_mat_mul;
@@ -27,6 +27,8 @@ pub struct MlpCache<T> {
     hidden: Vec<Array2<T>>,
     /// gelu(h_0) .. gelu(h_depth-1)
     acts: Vec<Array2<T>>,
+    /// the GELU gates of h_0 .. h_depth-1 (`gelu(h) = h * gate`), for gelu'
+    gates: Vec<Array2<T>>,
 }
 
 impl MlpShape {
@@ -95,9 +97,15 @@ impl MlpShape {
         general_mat_mul(T::one(), &input, &w0, T::one(), &mut h);
         let mut hidden = Vec::with_capacity(self.depth + 1);
         let mut acts = Vec::with_capacity(self.depth);
+        let mut gates = Vec::with_capacity(self.depth);
         for k in 1..=self.depth {
             let (wk, bk) = self.kernel(params, k);
-            let act = h.mapv(gelu);
+            let mut gate = h.as_standard_layout().into_owned();
+            gelu_gates_in_place(
+                gate.as_slice_mut()
+                    .unwrap_or_else(|| unreachable!("a standard-layout array")),
+            );
+            let act = &h * &gate;
             let mut next = h.clone();
             next.axis_iter_mut(Axis(0)).for_each(|mut row| {
                 row.iter_mut().zip(bk).for_each(|(v, &b)| *v += b);
@@ -105,6 +113,7 @@ impl MlpShape {
             general_mat_mul(T::one(), &act, &wk, T::one(), &mut next);
             hidden.push(h);
             acts.push(act);
+            gates.push(gate);
             h = next;
         }
         let (wo, bo) = self.kernel(params, self.depth + 1);
@@ -117,6 +126,7 @@ impl MlpShape {
                 input,
                 hidden,
                 acts,
+                gates,
             },
         )
     }
@@ -144,7 +154,8 @@ impl MlpShape {
             ndarray::Zip::from(&mut h_bar)
                 .and(&act_bar)
                 .and(h_prev)
-                .for_each(|hb, &ab, &hp| *hb += ab * gelu_prime(hp));
+                .and(&cache.gates[k - 1])
+                .for_each(|hb, &ab, &hp, &s| *hb += ab * gelu_prime_from_gate(hp, s));
         }
         self.accumulate(grad, 0, cache.input.view(), h_bar.view());
         let (w0, _) = self.kernel(params, 0);
