@@ -71,11 +71,32 @@ pub fn map_parts_with<T: Sync, B: Send, R: Send>(
     new_buffer: impl Fn() -> B,
     f: impl Fn(&[T], &mut B) -> R + Sync,
 ) -> Vec<R> {
+    let all = 0..part_count(items.len(), stride);
+    map_some_parts_with(items, stride, all, threads, buffers, new_buffer, f)
+}
+
+/// [`map_parts_with`] for the parts numbered `chosen` only (their results in
+/// order): a share of a batch split between several workers, each part the
+/// same rows and the same numbers as when one worker takes them all.
+pub fn map_some_parts_with<T: Sync, B: Send, R: Send>(
+    items: &[T],
+    stride: usize,
+    chosen: std::ops::Range<usize>,
+    threads: usize,
+    buffers: &mut Vec<B>,
+    new_buffer: impl Fn() -> B,
+    f: impl Fn(&[T], &mut B) -> R + Sync,
+) -> Vec<R> {
     let parts = parts_of(items, stride);
     if buffers.len() < parts.len() {
         buffers.resize_with(parts.len(), new_buffer);
     }
-    let mut work: Vec<(&[T], &mut B)> = parts.into_iter().zip(buffers.iter_mut()).collect();
+    let chosen = chosen.start.min(parts.len())..chosen.end.min(parts.len());
+    let mut work: Vec<(&[T], &mut B)> = parts[chosen.clone()]
+        .iter()
+        .copied()
+        .zip(buffers[chosen].iter_mut())
+        .collect();
     let threads = threads.clamp(1, work.len().max(1));
     let f = &f;
     let run = |group: &mut [(&[T], &mut B)]| -> Vec<R> {
@@ -103,13 +124,24 @@ pub fn map_parts_with<T: Sync, B: Send, R: Send>(
     })
 }
 
+/// How many parts [`map_parts`] splits `len` items (rows of `stride`) into.
+pub fn part_count(len: usize, stride: usize) -> usize {
+    let rows = len / stride.max(1);
+    rows.div_ceil(rows_per_part(rows))
+}
+
+/// The rows in each part but the last: at least [`PARTS`] parts (fewer only
+/// for fewer rows), each at most [`PART_ROWS`] rows beyond that.
+fn rows_per_part(rows: usize) -> usize {
+    let parts = PARTS.max(rows.div_ceil(PART_ROWS)).min(rows).max(1);
+    rows.div_ceil(parts).max(1)
+}
+
 /// The consecutive parts [`map_parts`] splits `items` into (rows of `stride`).
 fn parts_of<T>(items: &[T], stride: usize) -> Vec<&[T]> {
     let stride = stride.max(1);
     let rows = items.len() / stride;
-    let parts = PARTS.max(rows.div_ceil(PART_ROWS)).min(rows).max(1);
-    let per = (rows.div_ceil(parts) * stride).max(1);
-    items.chunks(per).collect()
+    items.chunks(rows_per_part(rows) * stride).collect()
 }
 
 #[cfg(test)]
@@ -137,6 +169,49 @@ mod tests {
         assert_eq!(lens.iter().sum::<usize>(), 1000);
         assert_eq!(map_parts(&rows, 1, 16, |p| p.len()), lens);
         assert_eq!(map_parts(&items[..6], 3, 4, |p| p.len()), vec![3, 3]);
+        for (len, stride) in [(63, 3), (0, 3), (6, 3), (1000, 1), (500 * 2, 2), (5, 1)] {
+            let counted = map_parts(&rows[..len], stride, 1, |_| ()).len();
+            assert_eq!(
+                part_count(len, stride),
+                counted,
+                "{len} items in rows of {stride}"
+            );
+        }
+    }
+
+    #[test]
+    fn some_parts_are_the_same_numbers_as_all_parts() {
+        let rows: Vec<u32> = (0..1000).collect();
+        let mut all_buffers: Vec<u32> = Vec::new();
+        let all = map_parts_with(
+            &rows,
+            1,
+            2,
+            &mut all_buffers,
+            || 0,
+            |p, b| {
+                *b = p[0];
+                p.iter().sum::<u32>()
+            },
+        );
+        let mut buffers: Vec<u32> = Vec::new();
+        let mut pieced = Vec::new();
+        for chosen in [0..5, 5..6, 6..16, 16..20] {
+            pieced.extend(map_some_parts_with(
+                &rows,
+                1,
+                chosen,
+                3,
+                &mut buffers,
+                || 0,
+                |p, b| {
+                    *b = p[0];
+                    p.iter().sum::<u32>()
+                },
+            ));
+        }
+        assert_eq!(pieced, all);
+        assert_eq!(buffers, all_buffers);
     }
 
     #[test]

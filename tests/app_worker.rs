@@ -131,3 +131,37 @@ fn the_lab_trains_and_measures_its_runs_in_workers() {
         assert!(run.host.in_worker());
     }
 }
+
+#[test]
+fn a_link_splits_the_labs_steps_over_several_workers() {
+    let mut h = harness("lab=phi4&L=4&m2=-4&lambda=2&layers=4&batch=32&worker=on&workers=3");
+    h.run_steps(2);
+    h.get_by_label("Play").click();
+    frames_until(&mut h, "two measurements", |h| {
+        h.state()
+            .lab()
+            .is_some_and(|lab| lab.runs.iter().all(|r| r.ess.len() >= 2))
+    });
+    let lab = h.state().lab().expect("the lab");
+    for run in &lab.runs {
+        assert!(run.stopped.is_none(), "{:?}", run.stopped);
+        assert!(run.host.in_worker());
+        assert!(
+            run.host.device.contains("+ 2 helpers"),
+            "{}",
+            run.host.device
+        );
+    }
+}
+
+#[test]
+fn a_link_with_a_bad_number_of_workers_says_so() {
+    let mut h = harness("target=rings&flow=radial&stack=4&workers=12");
+    h.run_steps(2);
+    let said = h.query_all_by(|node| {
+        node.value()
+            .or(node.label())
+            .is_some_and(|text| text.contains("workers=12 is not a number of workers from 1 to 8"))
+    });
+    assert!(said.count() > 0, "no word about workers=12");
+}

@@ -117,6 +117,55 @@ fn a_seeded_run_gives_the_same_losses_on_any_number_of_threads() {
     assert_eq!(losses(2), one);
 }
 
+/// A step split between a lead and helpers (each computing some of the
+/// batch's parts on its own copy of the parameters, the lead summing) is the
+/// same step, bit for bit, as the lead taking every part itself.
+#[test]
+fn a_step_split_between_trainers_is_the_same_step() {
+    let new_trainer = |loss| {
+        let mut config = FlowConfig::defaults(FlowKind::Coupling);
+        config.layers = 2;
+        config.width = 16;
+        let mut rng = Rng::seeded(5);
+        let model = config.build::<f64>(2, &mut rng).unwrap();
+        let settings = TrainSettings {
+            batch: 90,
+            learning_rate: 1e-2,
+            seed: 5,
+            loss,
+            threads: 1,
+        };
+        let target = match loss {
+            Loss::ForwardKl => Target::Moons,
+            Loss::ReverseKl => Target::EightGaussians,
+        };
+        CpuTrainer::<f32>::new(model, target, settings).unwrap()
+    };
+    for loss in [Loss::ForwardKl, Loss::ReverseKl] {
+        let mut whole = new_trainer(loss);
+        let mut lead = new_trainer(loss);
+        let mut helpers = [new_trainer(loss), new_trainer(loss)];
+        for step in 0..15 {
+            let expected = whole.step().unwrap();
+            let batch = lead.draw_batch();
+            let parts = lead.part_count(&batch);
+            assert_eq!(parts, 8);
+            let mut losses = lead.compute_parts(&batch, 0..3);
+            for (helper, share) in helpers.iter_mut().zip([3..4, 4..8]) {
+                assert!(helper.set_params_t(lead.params_t()));
+                losses.extend(helper.compute_parts(&batch, share.clone()));
+                for part in share {
+                    let grad = helper.part_grad(part).to_vec();
+                    lead.set_part_grad(part, &grad);
+                }
+            }
+            let got = lead.finish_step(&losses).unwrap();
+            assert_eq!(got.to_bits(), expected.to_bits(), "{loss:?}, step {step}");
+            assert_eq!(lead.params_t(), whole.params_t(), "{loss:?}, step {step}");
+        }
+    }
+}
+
 /// A learning rate that blows up training stops it with a clear error and keeps
 /// the last good (finite) parameters.
 #[test]

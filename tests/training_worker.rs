@@ -5,8 +5,10 @@
 //! checkpoints, take hand edits, stop on divergence, and survive a worker
 //! that breaks.
 
+use flowplay::app::host::worker::core::{Helper, WorkerCore};
 use flowplay::app::host::worker::protocol::{
-    FromWorker, ToWorker, Trained, WorkerSpec, target_from_json, target_to_json,
+    FromWorker, PartsDone, PartsJob, ToWorker, Trained, WorkerSpec, target_from_json,
+    target_to_json,
 };
 use flowplay::app::host::worker::{self, Channel};
 use flowplay::app::host::{CpuReason, HostSpec, TrainerHost};
@@ -15,6 +17,8 @@ use flowplay::flow::{FlowConfig, FlowKind, FlowModel};
 use flowplay::rng::Rng;
 use flowplay::target::{ImageDensity, Target};
 use flowplay::train::{Loss, TrainSettings};
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 type Host = TrainerHost<PictureJob>;
@@ -110,6 +114,156 @@ fn a_worker_gives_the_same_losses_as_the_page_step_for_step() {
     );
 }
 
+/// A coupling flow on the moons, batch 96 (8 parts of 12 rows).
+fn moons_coupling_spec() -> HostSpec {
+    let mut config = FlowConfig::defaults(FlowKind::Coupling);
+    config.layers = 2;
+    config.width = 16;
+    let model = config
+        .build(2, &mut Rng::seeded(4))
+        .expect("a coupling flow");
+    HostSpec {
+        model,
+        target: Target::Moons,
+        settings: TrainSettings {
+            batch: 96,
+            learning_rate: 1e-2,
+            seed: 11,
+            loss: Loss::ForwardKl,
+            threads: 1,
+        },
+        fixed_centre: false,
+    }
+}
+
+#[test]
+fn steps_split_over_several_workers_give_the_same_numbers_as_the_page() {
+    let specs: [fn() -> HostSpec; 2] = [|| rings_spec(1e-2), moons_coupling_spec];
+    for spec in specs {
+        let mut page = on_the_page(spec());
+        let expected = page_frames_to(&mut page, 60);
+        let (_, page_model) = page.model().expect("the page's model");
+        for workers in [2, 3, 5] {
+            worker::set_workers(workers);
+            let mut split = in_a_worker(spec());
+            worker::set_workers(1);
+            let helpers = workers - 1;
+            assert!(
+                split.device.contains(&format!("+ {helpers} helper")),
+                "{}",
+                split.device
+            );
+            let (got, fresh) = worker_frames_to(&mut split, 60);
+            assert_eq!(got, expected, "{workers} workers");
+            assert!(fresh);
+            let (step, model) = split.model().expect("the split run's model");
+            assert_eq!(step, 60);
+            assert_eq!(model.as_flow().params(), page_model.as_flow().params());
+        }
+    }
+}
+
+#[test]
+fn a_split_run_takes_hand_edits_and_a_new_learning_rate() {
+    let mut page = on_the_page(rings_spec(1e-2));
+    worker::set_workers(3);
+    let mut split = in_a_worker(rings_spec(1e-2));
+    worker::set_workers(1);
+    page_frames_to(&mut page, 20);
+    worker_frames_to(&mut split, 20);
+    let (_, model) = page.model().expect("a model");
+    let mut params = model.as_flow().params().to_vec();
+    params[1] -= 0.125;
+    let edited: FlowModel<f64> = model.with_params(params).expect("same structure");
+    page.set_model(&edited).expect("the page takes the edit");
+    split.set_model(&edited).expect("the workers take the edit");
+    page.set_learning_rate(3e-3);
+    split.set_learning_rate(3e-3);
+    let expected = page_frames_to(&mut page, 45);
+    let (got, _) = worker_frames_to(&mut split, 45);
+    assert_eq!(got, expected);
+}
+
+/// A helper as a test sees it: the messages its lead sent.
+#[derive(Clone, Default)]
+struct Mailbox(Rc<RefCell<Vec<ToWorker>>>);
+
+impl Helper for Mailbox {
+    fn post(&self, message: &ToWorker) -> Result<(), String> {
+        self.0.borrow_mut().push(message.clone());
+        Ok(())
+    }
+}
+
+/// The lead's core with one helper whose mail the test answers by hand:
+/// the step waits for the answer, a message that comes meanwhile waits for
+/// the step, and an answer that does not fit stops the run with a message.
+#[test]
+fn a_split_step_waits_for_its_helper_and_so_do_the_pages_messages() {
+    let mut spec = WorkerSpec::from_host(&rings_spec(1e-2));
+    spec.helpers = 1;
+    let mailbox = Mailbox::default();
+    let mut lead = WorkerCore::new();
+    lead.set_helpers(vec![Box::new(mailbox.clone())]);
+    lead.handle(ToWorker::Start(spec.clone()));
+    assert!(matches!(&lead.take_replies()[..], [FromWorker::Trained(_)]));
+    // the helper was told to build the same trainer, without helpers
+    let mut helper = WorkerCore::new();
+    let start = mailbox.0.borrow_mut().remove(0);
+    assert_eq!(
+        start,
+        ToWorker::Start(WorkerSpec {
+            helpers: 0,
+            ..spec.clone()
+        })
+    );
+    helper.handle(start);
+    helper.take_replies();
+    lead.handle(ToWorker::Train { until: 2, base: 0 });
+    lead.work(Duration::from_secs(1));
+    assert!(lead.awaiting_helpers());
+    assert!(!lead.has_work());
+    let job = mailbox.0.borrow_mut().remove(0);
+    let ToWorker::Parts(PartsJob { parts, .. }) = &job else {
+        panic!("a share of the step: {job:?}");
+    };
+    assert_eq!(parts.clone(), 4..8, "the helper takes the second half");
+    // a new learning rate waits for the step in flight
+    lead.handle(ToWorker::SetLearningRate(1e-3));
+    assert!(lead.take_replies().is_empty());
+    helper.handle(job);
+    let answer = helper.take_replies().remove(0);
+    let message = answer.for_lead().expect("an answer for the lead");
+    lead.handle(message);
+    assert!(!lead.awaiting_helpers());
+    // the step is taken, then the learning rate heard: as a lone worker's
+    // stretch ends before it hears, the step goes out first
+    let replies = lead.take_replies();
+    let [FromWorker::Trained(trained)] = &replies[..] else {
+        panic!("the first step: {replies:?}");
+    };
+    assert_eq!((trained.losses.len(), trained.steps_done), (1, 1));
+    lead.handle(ToWorker::Train { until: 2, base: 0 });
+    assert!(lead.take_replies().is_empty(), "nothing more to say");
+    // the second step; this time the answer does not fit
+    lead.work(Duration::from_secs(1));
+    let ToWorker::Parts(job) = mailbox.0.borrow_mut().remove(0) else {
+        panic!("a share of the second step");
+    };
+    lead.handle(ToWorker::PartsDone(PartsDone {
+        step: job.step,
+        first: 4,
+        losses: vec![0.5; 4],
+        grads: vec![0.0; 3],
+    }));
+    let replies = lead.take_replies();
+    let [FromWorker::Failed(why)] = &replies[..] else {
+        panic!("a failure: {replies:?}");
+    };
+    assert!(why.contains("a helper worker broke"), "{why}");
+    assert!(!lead.awaiting_helpers());
+}
+
 #[test]
 fn a_hand_edit_and_a_new_learning_rate_reach_the_worker() {
     let mut page = on_the_page(rings_spec(1e-2));
@@ -160,13 +314,24 @@ fn an_edit_while_steps_are_in_flight_undoes_them_and_the_count_follows() {
 
 #[test]
 fn a_halt_stops_the_worker_short_of_its_grant() {
+    a_halt_stops_workers_short_of_their_grant(1);
+}
+
+#[test]
+fn a_halt_stops_split_steps_short_of_their_grant() {
+    a_halt_stops_workers_short_of_their_grant(3);
+}
+
+fn a_halt_stops_workers_short_of_their_grant(workers: usize) {
     // a slow run: 64 maps a ray, batch 512 (milliseconds a step)
     let mut spec = rings_spec(1e-2);
     let mut config = FlowConfig::defaults(FlowKind::Radial);
     config.stack = 64;
     spec.model = config.build(2, &mut Rng::seeded(3)).expect("a radial flow");
     spec.settings.batch = 512;
+    worker::set_workers(workers);
     let mut worker = in_a_worker(spec);
+    worker::set_workers(1);
     let _ = worker.frame(2000, Duration::ZERO, None);
     std::thread::sleep(Duration::from_millis(100));
     let _ = worker.frame(0, Duration::ZERO, None);
@@ -188,6 +353,10 @@ fn a_halt_stops_the_worker_short_of_its_grant() {
         "the halt came after the whole grant: {halted_at}"
     );
     assert!(!worker.awaiting_worker());
+    // and goes on from there, each step heard once
+    let (losses, _) = worker_frames_to(&mut worker, halted_at + 3);
+    let steps: Vec<usize> = losses.iter().map(|&(s, _)| s).collect();
+    assert_eq!(steps, vec![halted_at + 1, halted_at + 2, halted_at + 3]);
 }
 
 #[test]
@@ -259,6 +428,19 @@ fn every_message_crosses_the_wire_unchanged() {
             generation: 2,
             params: vec![0.1, -2.5, 1e-300],
         },
+        ToWorker::Parts(PartsJob {
+            step: 9,
+            parts: 3..5,
+            params: vec![0.25, -1.5e-7],
+            batch: vec![1.0, 2.0, f32::MAX, -0.0],
+        }),
+        ToWorker::PartsDone(PartsDone {
+            step: 9,
+            first: 3,
+            losses: vec![0.5, f64::INFINITY],
+            grads: vec![1.0, -2.0, 3.5, f32::MIN_POSITIVE],
+        }),
+        ToWorker::HelperFailed("out of memory".into()),
     ];
     for message in to {
         assert_eq!(ToWorker::from_wire(message.to_wire()), Ok(message));
@@ -274,6 +456,12 @@ fn every_message_crosses_the_wire_unchanged() {
         }),
         FromWorker::Trained(Trained::default()),
         FromWorker::Failed("broken".into()),
+        FromWorker::PartsDone(PartsDone {
+            step: 1,
+            first: 0,
+            losses: vec![],
+            grads: vec![],
+        }),
     ];
     for message in from {
         assert_eq!(FromWorker::from_wire(message.to_wire()), Ok(message));

@@ -15,7 +15,9 @@
 // run must train on the GPU, without it on the CPU, in a Web Worker ("CPU
 // worker"; `worker=off` keeps it on the page's thread, "CPU"). Each mode also
 // checks that the worker and the page's thread give the same losses step for
-// step, and measures the spiral recipe and the lab both ways.
+// step (and so do three workers splitting each step, `workers=3`), and
+// measures the spiral recipe and the lab both ways, and the spiral recipe
+// split over two workers.
 
 import { chromium } from 'playwright-core';
 import { createServer } from 'node:http';
@@ -156,6 +158,10 @@ async function runMode(name, { args, device }, base) {
   if (spiralPage.device !== 'CPU') {
     throw new Error(`${name}: worker=off trained the spiral on the ${spiralPage.device}, not the page's thread`);
   }
+  const spiralSplit = await measureSpiral(page, base, name, '?workers=2', 'spiral-two-workers');
+  if (spiralSplit.device !== 'CPU worker') {
+    throw new Error(`${name}: workers=2 trained the spiral on the ${spiralSplit.device}, not in workers`);
+  }
   const sameLosses = await workerMatchesThePage(page, base, name);
   const spiralGpu = device === 'GPU' ? await measureSpiral(page, base, name, '?gpu=on', 'spiral-gpu') : null;
   if (spiralGpu && spiralGpu.device !== 'GPU') {
@@ -172,6 +178,7 @@ async function runMode(name, { args, device }, base) {
   console.log(`${name}: ok on the ${device} (first paint ${firstPaint} ms; step ${trained.step} in ${seconds.toFixed(1)} s, loss ${trained.first} -> ${trained.loss}; ${cache})`);
   console.log(`${name}: spiral recipe (${spiral.device}): ${spiral.stepsPerSecond.toFixed(1)} steps/s, ${spiral.fps.toFixed(1)} frames/s over ${spiral.seconds.toFixed(1)} s (paused: ${spiral.pausedFps.toFixed(1)} frames/s)`);
   console.log(`${name}: spiral recipe with worker=off (${spiralPage.device}): ${spiralPage.stepsPerSecond.toFixed(1)} steps/s, ${spiralPage.fps.toFixed(1)} frames/s over ${spiralPage.seconds.toFixed(1)} s (paused: ${spiralPage.pausedFps.toFixed(1)} frames/s)`);
+  console.log(`${name}: spiral recipe with workers=2 (a worker and a helper): ${spiralSplit.stepsPerSecond.toFixed(1)} steps/s, ${spiralSplit.fps.toFixed(1)} frames/s over ${spiralSplit.seconds.toFixed(1)} s (paused: ${spiralSplit.pausedFps.toFixed(1)} frames/s)`);
   console.log(`${name}: ${sameLosses}`);
   if (spiralGpu) {
     console.log(`${name}: spiral recipe with gpu=on (${spiralGpu.device}, emulated): ${spiralGpu.stepsPerSecond.toFixed(1)} steps/s, ${spiralGpu.fps.toFixed(1)} frames/s over ${spiralGpu.seconds.toFixed(1)} s`);
@@ -271,14 +278,18 @@ async function workerMatchesThePage(page, base, name) {
   };
   const inWorker = await stepped('');
   const onPage = await stepped('&worker=off');
-  if (!inWorker.includes('| CPU worker |') || !onPage.includes('| CPU |')) {
-    throw new Error(`${name}: expected a worker and then the page's thread: ${inWorker} / ${onPage}`);
+  const split = await stepped('&workers=3');
+  if (!inWorker.includes('| CPU worker |') || !onPage.includes('| CPU |') || !split.includes('| CPU worker |')) {
+    throw new Error(`${name}: expected a worker, the page's thread, then three workers: ${inWorker} / ${onPage} / ${split}`);
   }
   const losses = (t) => /\| loss .*$/.exec(t)?.[0];
   if (!losses(inWorker) || losses(inWorker) !== losses(onPage)) {
     throw new Error(`${name}: the worker's losses differ from the page's: ${inWorker} / ${onPage}`);
   }
-  return `25 single steps in a worker and on the page's thread give the same losses (${losses(inWorker).slice(2)})`;
+  if (losses(split) !== losses(onPage)) {
+    throw new Error(`${name}: three workers' losses differ from the page's: ${split} / ${onPage}`);
+  }
+  return `25 single steps in a worker, on the page's thread and split over three workers give the same losses (${losses(inWorker).slice(2)})`;
 }
 
 /** Opens the phi^4 lab from a link, trains ~10 s, and measures. */

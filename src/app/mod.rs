@@ -101,6 +101,10 @@ impl PlaygroundApp {
         if let Some(Ok(wanted)) = worker {
             host::worker::set_wanted(wanted);
         }
+        let workers = query::workers_in(query);
+        if let Some(Ok(n)) = workers {
+            host::worker::set_workers(n);
+        }
         let mut app = if query.contains("lab=phi4") {
             let (settings, ignored) = LabSettings::from_query(query);
             let mut app = Self::with_devices(Settings::default(), devices);
@@ -129,6 +133,9 @@ impl PlaygroundApp {
         }
         if let Some(Err(why)) = worker {
             app.warn(format!("The link's worker entry was not used: {why}."));
+        }
+        if let Some(Err(why)) = workers {
+            app.warn(format!("The link's workers entry was not used: {why}."));
         }
         if let Some(id) = query::compare_in(query)
             && let Err(why) = app.playground.open_comparison_preset(id)

@@ -28,7 +28,9 @@ pub fn entries(query: &str) -> impl Iterator<Item = (&str, &str, &str)> {
 /// and not handed on.
 pub fn apply_query(query: &str, mut apply: impl FnMut(&str, &str) -> Entry) -> Vec<String> {
     entries(query)
-        .filter(|(_, key, _)| ![LESSON_KEY, COMPARE_KEY, GPU_KEY, WORKER_KEY].contains(key))
+        .filter(|(_, key, _)| {
+            ![LESSON_KEY, COMPARE_KEY, GPU_KEY, WORKER_KEY, WORKERS_KEY].contains(key)
+        })
         .filter_map(|(pair, key, value)| {
             let entry = Appearance::default()
                 .apply(key, value)
@@ -76,6 +78,23 @@ pub const WORKER_KEY: &str = "worker";
 /// `Some(Err(why))` for a value that is neither on nor off.
 pub fn worker_in(query: &str) -> Option<Result<bool, String>> {
     switch_in(query, WORKER_KEY)
+}
+
+/// The link entry that splits each CPU training step over several workers
+/// (`workers=3`: the worker and two helpers): read by [`workers_in`].
+pub const WORKERS_KEY: &str = "workers";
+
+/// How many workers a link splits each step over: `Some(Ok(n))`, or
+/// `Some(Err(why))` for a value that is not a whole number from 1 to
+/// [`MAX_WORKERS`](crate::app::host::worker::MAX_WORKERS).
+pub fn workers_in(query: &str) -> Option<Result<usize, String>> {
+    let most = crate::app::host::worker::MAX_WORKERS;
+    value_in(query, WORKERS_KEY).map(|value| match value.parse::<usize>() {
+        Ok(n) if (1..=most).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{WORKERS_KEY}={value} is not a number of workers from 1 to {most}"
+        )),
+    })
 }
 
 /// An on/off entry of the link named `key`: `Some(Ok(on))`, or

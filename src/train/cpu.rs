@@ -81,19 +81,42 @@ impl<T: Real> CpuTrainer<T> {
         &self.model
     }
 
-    /// The batch's loss, its gradient left in `self.grad`. Splits the batch
-    /// into fixed parts shared over the threads; each part's loss sum and
-    /// gradient are summed in the parts' order, so the thread count does not
-    /// change the numbers.
-    fn loss_and_grad(&mut self, inputs: &[T]) -> f64 {
+    /// A step's batch: samples of the target (forward KL) or of N(0, I)
+    /// (reverse KL), drawn from the trainer's own generator.
+    pub fn draw_batch(&mut self) -> Vec<T> {
+        let d = self.target.dim();
+        let b = self.settings.batch;
+        match self.settings.loss {
+            Loss::ForwardKl => self
+                .target
+                .sample(b, &mut self.rng)
+                .unwrap_or_default()
+                .into_iter()
+                .map(T::c)
+                .collect(),
+            Loss::ReverseKl => (0..b * d).map(|_| T::c(self.rng.normal())).collect(),
+        }
+    }
+
+    /// How many fixed parts `batch` is split into (see [`crate::parallel`]).
+    pub fn part_count(&self, batch: &[T]) -> usize {
+        crate::parallel::part_count(batch.len(), self.target.dim())
+    }
+
+    /// The loss sums of the parts numbered `parts` of `batch`, in order,
+    /// each part's gradient kept for [`Self::finish_step`]. A share of the
+    /// batch gives the same numbers here as in a whole step, so several
+    /// workers can split a step between them.
+    pub fn compute_parts(&mut self, batch: &[T], parts: std::ops::Range<usize>) -> Vec<f64> {
         let flow = self.model.as_flow();
         let d = flow.dim();
-        let n = inputs.len() / d;
+        let n = batch.len() / d;
         let n_params = flow.n_params();
         let (target, loss_kind) = (&self.target, self.settings.loss);
-        let losses = crate::parallel::map_parts_with(
-            inputs,
+        crate::parallel::map_some_parts_with(
+            batch,
             d,
+            parts,
             self.settings.threads,
             &mut self.part_grads,
             || vec![T::zero(); n_params],
@@ -101,17 +124,76 @@ impl<T: Real> CpuTrainer<T> {
                 grad.iter_mut().for_each(|g| *g = T::zero());
                 part_loss_grad(flow, target, loss_kind, chunk, n, grad)
             },
-        );
+        )
+    }
+
+    /// Part `index`'s gradient as last computed or set (empty before any).
+    pub fn part_grad(&self, index: usize) -> &[T] {
+        self.part_grads.get(index).map_or(&[], Vec::as_slice)
+    }
+
+    /// Part `index`'s gradient, computed elsewhere (a helper worker's share).
+    pub fn set_part_grad(&mut self, index: usize, grad: &[T]) {
+        let n_params = self.model.as_flow().n_params();
+        if self.part_grads.len() <= index {
+            self.part_grads
+                .resize_with(index + 1, || vec![T::zero(); n_params]);
+        }
+        let part = &mut self.part_grads[index];
+        part.clear();
+        part.extend_from_slice(grad);
+    }
+
+    /// Ends a step whose parts' loss sums are `losses` (their gradients
+    /// computed or set): sums them in the parts' order, so the numbers do
+    /// not depend on who computed which part, and takes Adam's step.
+    pub fn finish_step(&mut self, losses: &[f64]) -> Result<f64, TrainError> {
+        let n_params = self.model.as_flow().n_params();
         self.grad.clear();
         self.grad.resize(n_params, T::zero());
         let mut loss = 0.0;
-        for (l, g) in losses.into_iter().zip(&self.part_grads) {
+        for (&l, g) in losses.iter().zip(&self.part_grads) {
             loss += l;
             for (a, &b) in self.grad.iter_mut().zip(g) {
                 *a += b;
             }
         }
-        loss
+        self.grad[self.frozen.clone()]
+            .iter_mut()
+            .for_each(|g| *g = T::zero());
+        if !loss.is_finite() || self.grad.iter().any(|g| !g.is_finite()) {
+            return Err(TrainError::NonFinite {
+                step: self.steps + 1,
+            });
+        }
+        // A step that would leave a parameter non-finite is not taken: the
+        // last good state (parameters and optimizer) stays.
+        if !self
+            .adam
+            .update_if_finite(self.model.as_flow_mut().params_mut(), &self.grad)
+        {
+            return Err(TrainError::NonFinite {
+                step: self.steps + 1,
+            });
+        }
+        self.steps += 1;
+        Ok(loss)
+    }
+
+    /// The parameters in this trainer's precision.
+    pub fn params_t(&self) -> &[T] {
+        self.model.as_flow().params()
+    }
+
+    /// Replaces the parameters (a helper worker takes the lead's at each
+    /// step); false, and nothing changed, for a different count.
+    pub fn set_params_t(&mut self, params: &[T]) -> bool {
+        let own = self.model.as_flow_mut().params_mut();
+        if own.len() != params.len() {
+            return false;
+        }
+        own.copy_from_slice(params);
+        true
     }
 }
 
@@ -182,39 +264,10 @@ fn part_loss_grad<T: Real>(
 
 impl<T: Real> Trainer for CpuTrainer<T> {
     fn step(&mut self) -> Result<f64, TrainError> {
-        let d = self.target.dim();
-        let b = self.settings.batch;
-        let inputs: Vec<T> = match self.settings.loss {
-            Loss::ForwardKl => self
-                .target
-                .sample(b, &mut self.rng)
-                .unwrap_or_default()
-                .into_iter()
-                .map(T::c)
-                .collect(),
-            Loss::ReverseKl => (0..b * d).map(|_| T::c(self.rng.normal())).collect(),
-        };
-        let loss = self.loss_and_grad(&inputs);
-        self.grad[self.frozen.clone()]
-            .iter_mut()
-            .for_each(|g| *g = T::zero());
-        if !loss.is_finite() || self.grad.iter().any(|g| !g.is_finite()) {
-            return Err(TrainError::NonFinite {
-                step: self.steps + 1,
-            });
-        }
-        // A step that would leave a parameter non-finite is not taken: the
-        // last good state (parameters and optimizer) stays.
-        if !self
-            .adam
-            .update_if_finite(self.model.as_flow_mut().params_mut(), &self.grad)
-        {
-            return Err(TrainError::NonFinite {
-                step: self.steps + 1,
-            });
-        }
-        self.steps += 1;
-        Ok(loss)
+        let batch = self.draw_batch();
+        let parts = self.part_count(&batch);
+        let losses = self.compute_parts(&batch, 0..parts);
+        self.finish_step(&losses)
     }
 
     fn steps_done(&self) -> usize {

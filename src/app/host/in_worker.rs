@@ -36,8 +36,16 @@ impl WorkerRun {
     /// Starts `spec`'s run in the worker at the end of `channel`; also
     /// returns the device's label.
     pub(super) fn start(spec: HostSpec, channel: Box<dyn Channel>) -> (Self, String) {
-        channel.post(&ToWorker::Start(WorkerSpec::from_host(&spec)));
-        let device = format!("CPU ({}, f32)", channel.place());
+        let worker_spec = WorkerSpec::from_host(&spec);
+        channel.post(&ToWorker::Start(worker_spec.clone()));
+        let device = match worker_spec.helpers {
+            0 => format!("CPU ({}, f32)", channel.place()),
+            n => format!(
+                "CPU ({} + {n} helper{}, f32)",
+                channel.place(),
+                if n == 1 { "" } else { "s" }
+            ),
+        };
         let latest = (0, spec.model.clone());
         let run = Self {
             channel,
@@ -109,6 +117,12 @@ impl<J: GpuJob> TrainerHost<J> {
                     return progress;
                 }
                 FromWorker::Trained(trained) => self.take_trained(trained, &mut progress),
+                // only a lead hears these; a page that does has the wrong worker
+                FromWorker::PartsDone(_) => {
+                    progress.stopped =
+                        Some(self.move_into_page("it answered like a helper worker"));
+                    return progress;
+                }
             }
         }
         let stop = progress.stopped.is_some() || self.divergence().is_some();

@@ -41,10 +41,9 @@ pub fn gelu_prime_from_gate<T: Real>(x: T, s: T) -> T {
 ///
 /// Float32 runs as vector instructions: `sigma(t) = 1 / (1 + e^-t)` with the
 /// exponentials of a block at once ([`Real::exp_in_place`]) and `t` held to
-/// [-87, 87], where `e^-t` stays finite and the gate is below 2e-38 or 1 to
-/// float32 precision beyond (a NaN
-/// input still gives a NaN `gelu`, through its `x`). Float64 keeps the scalar
-/// rule, value for value.
+/// [-87, 87], where `e^-t` stays finite; beyond it the gate is below 2e-38
+/// or 1 to float32 precision anyway. A NaN input still gives a NaN `gelu`,
+/// through its `x`. Float64 keeps the scalar rule, value for value.
 pub fn gelu_gates_in_place<T: Real>(values: &mut [T]) {
     if !T::IS_F32 {
         values.iter_mut().for_each(|v| *v = gelu_gate(*v));
@@ -149,9 +148,9 @@ mod tests {
         for (&x, &s) in xs.iter().zip(&gates64) {
             assert_eq!(s, gelu_gate(x), "x = {x}");
         }
-        // float32: within a few float32 roundings of the exact gate, and far
-        // out (t held to [-87, 87]; near float32's smallest normal number,
-        // a few float32 steps there), below 2e-38
+        // float32: within a few float32 roundings of the exact gate; where
+        // the exact gate is tiny (t held to [-87, 87] puts it near float32's
+        // smallest normal number), within 2e-38 of it
         let mut xs32: Vec<f32> = xs.iter().map(|&x| x as f32).collect();
         xs32.extend([-1e3f32, -60.0, 60.0, 1e3]);
         let mut gates32 = xs32.clone();

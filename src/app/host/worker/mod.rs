@@ -47,6 +47,40 @@ pub fn wanted() -> bool {
     WANTED.with(Cell::get)
 }
 
+/// The most workers a run's steps are split over (a link's `workers=N`).
+pub const MAX_WORKERS: usize = 8;
+
+thread_local! {
+    /// The further workers a worker's run splits its steps with; `None`
+    /// until a link or a test says, then [`default_helpers`].
+    static HELPERS: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// Splits the steps of CPU runs started from now on over `workers` workers
+/// in all (at least 1, at most [`MAX_WORKERS`]).
+pub fn set_workers(workers: usize) {
+    HELPERS.with(|h| h.set(Some(workers.clamp(1, MAX_WORKERS) - 1)));
+}
+
+/// The further workers a new worker splits its steps with.
+pub fn helpers() -> usize {
+    HELPERS.with(Cell::get).unwrap_or_else(default_helpers)
+}
+
+/// Without a word from the link: in a browser, one helper where there are
+/// four cores or more (a core for the page, one each for two workers, and
+/// one left for everything else); natively none (the thread splits its
+/// batch over the machine's cores itself).
+fn default_helpers() -> usize {
+    #[cfg(target_arch = "wasm32")]
+    {
+        let cores = web::hardware_concurrency();
+        usize::from(cores >= 4)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    0
+}
+
 /// What a panic says, from its payload (a text, or "an internal error").
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload

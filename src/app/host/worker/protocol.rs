@@ -24,6 +24,35 @@ pub enum ToWorker {
     /// Replace the parameters (same structure); the replies from now on carry
     /// `generation`.
     SetModel { generation: u64, params: Vec<f64> },
+    /// To a helper: compute a share of a step. Answered by
+    /// [`FromWorker::PartsDone`].
+    Parts(PartsJob),
+    /// To the lead: a helper's share of a step, computed.
+    PartsDone(PartsDone),
+    /// To the lead: a helper broke; the message says why.
+    HelperFailed(String),
+}
+
+/// A share of one training step for a helper worker: the parts numbered
+/// `parts` of `batch`, on the lead's parameters of the moment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartsJob {
+    /// the lead's count of split steps, to match the answer
+    pub step: u64,
+    pub parts: std::ops::Range<usize>,
+    pub params: Vec<f32>,
+    pub batch: Vec<f32>,
+}
+
+/// A helper's answer to a [`PartsJob`]: the loss sum and gradient of each
+/// of its parts, from `first` on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartsDone {
+    pub step: u64,
+    pub first: usize,
+    pub losses: Vec<f64>,
+    /// the parts' gradients one after the other
+    pub grads: Vec<f32>,
 }
 
 /// What the worker hands back.
@@ -33,6 +62,20 @@ pub enum FromWorker {
     Trained(Trained),
     /// The trainer could not be built, or the worker broke; the message says why.
     Failed(String),
+    /// A helper's share of a step ([`ToWorker::Parts`]).
+    PartsDone(PartsDone),
+}
+
+impl FromWorker {
+    /// What a helper's reply tells its lead: its share of a step, or that
+    /// it broke (the answer to starting is nothing to the lead).
+    pub fn for_lead(self) -> Option<ToWorker> {
+        match self {
+            Self::PartsDone(done) => Some(ToWorker::PartsDone(done)),
+            Self::Failed(why) => Some(ToWorker::HelperFailed(why)),
+            Self::Trained(t) => t.error.map(ToWorker::HelperFailed),
+        }
+    }
 }
 
 /// A stretch of training.
@@ -64,6 +107,8 @@ pub struct WorkerSpec {
     pub seed: u64,
     pub reverse_kl: bool,
     pub fixed_centre: bool,
+    /// further workers the batch is split with (0: this worker alone)
+    pub helpers: usize,
 }
 
 impl WorkerSpec {
@@ -77,6 +122,7 @@ impl WorkerSpec {
             seed: spec.settings.seed,
             reverse_kl: spec.settings.loss == Loss::ReverseKl,
             fixed_centre: spec.fixed_centre,
+            helpers: super::helpers(),
         }
     }
 
@@ -116,7 +162,8 @@ impl ToWorker {
             Self::Start(s) => (
                 json!({"kind": "start", "model": s.model, "target": s.target, "batch": s.batch,
                        "learning_rate": s.learning_rate, "seed": s.seed.to_string(),
-                       "reverse_kl": s.reverse_kl, "fixed_centre": s.fixed_centre}),
+                       "reverse_kl": s.reverse_kl, "fixed_centre": s.fixed_centre,
+                       "helpers": s.helpers}),
                 None,
             ),
             Self::Train { until, base } => {
@@ -127,6 +174,21 @@ impl ToWorker {
                 json!({"kind": "set_model", "generation": generation}),
                 Some(params.clone()),
             ),
+            // the numbers: the parameters, then the batch (float32 values,
+            // exact as float64)
+            Self::Parts(job) => (
+                json!({"kind": "parts", "step": job.step, "first": job.parts.start,
+                       "end": job.parts.end, "n_params": job.params.len()}),
+                Some(
+                    job.params
+                        .iter()
+                        .chain(&job.batch)
+                        .map(|&v| v as f64)
+                        .collect(),
+                ),
+            ),
+            Self::PartsDone(done) => (json!({"kind": "parts_done"}), Some(done.numbers())),
+            Self::HelperFailed(why) => (json!({"kind": "helper_failed", "message": why}), None),
         };
         Wire { json, params }
     }
@@ -146,6 +208,7 @@ impl ToWorker {
                     .ok_or("start: no seed")?,
                 reverse_kl: flag(v, "reverse_kl")?,
                 fixed_centre: flag(v, "fixed_centre")?,
+                helpers: v.get("helpers").and_then(Value::as_u64).unwrap_or(0) as usize,
             }),
             "train" => Self::Train {
                 until: count(v, "until")?,
@@ -159,6 +222,24 @@ impl ToWorker {
                 generation: generation(v)?,
                 params: wire.params.ok_or("set_model: no parameters")?,
             },
+            "parts" => {
+                let numbers = wire.params.ok_or("parts: no numbers")?;
+                let n_params = count(v, "n_params")?;
+                if numbers.len() < n_params {
+                    return Err("parts: fewer numbers than parameters".into());
+                }
+                let (params, batch) = numbers.split_at(n_params);
+                Self::Parts(PartsJob {
+                    step: count(v, "step")? as u64,
+                    parts: count(v, "first")?..count(v, "end")?,
+                    params: params.iter().map(|&p| p as f32).collect(),
+                    batch: batch.iter().map(|&x| x as f32).collect(),
+                })
+            }
+            "parts_done" => Self::PartsDone(PartsDone::from_numbers(
+                &wire.params.ok_or("parts_done: no numbers")?,
+            )?),
+            "helper_failed" => Self::HelperFailed(message(v)),
             other => return Err(format!("unknown message '{other}'")),
         })
     }
@@ -175,6 +256,10 @@ impl FromWorker {
             Self::Failed(why) => Wire {
                 json: json!({"kind": "failed", "message": why}),
                 params: None,
+            },
+            Self::PartsDone(done) => Wire {
+                json: json!({"kind": "parts_done"}),
+                params: Some(done.numbers()),
             },
         }
     }
@@ -197,15 +282,54 @@ impl FromWorker {
                 error: v.get("error").and_then(Value::as_str).map(str::to_string),
                 seconds: real(v, "seconds")?,
             }),
-            "failed" => Self::Failed(
-                v.get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("no message")
-                    .to_string(),
-            ),
+            "failed" => Self::Failed(message(v)),
+            "parts_done" => Self::PartsDone(PartsDone::from_numbers(
+                &wire.params.ok_or("parts_done: no numbers")?,
+            )?),
             other => return Err(format!("unknown message '{other}'")),
         })
     }
+}
+
+impl PartsDone {
+    /// Its wire form, all numbers (so a loss that is not finite crosses as
+    /// it is): the step, the first part, the count, the losses, the gradients.
+    fn numbers(&self) -> Vec<f64> {
+        let head = [
+            self.step as f64,
+            self.first as f64,
+            self.losses.len() as f64,
+        ];
+        head.into_iter()
+            .chain(self.losses.iter().copied())
+            .chain(self.grads.iter().map(|&g| g as f64))
+            .collect()
+    }
+
+    fn from_numbers(numbers: &[f64]) -> Result<Self, String> {
+        let whole = |x: f64| (x >= 0.0 && x.fract() == 0.0).then_some(x);
+        let head: Option<Vec<f64>> = numbers.iter().take(3).map(|&x| whole(x)).collect();
+        let [step, first, count] = head.as_deref().unwrap_or_default() else {
+            return Err("parts_done: no step, first part and count".into());
+        };
+        let count = *count as usize;
+        let losses = numbers
+            .get(3..3 + count)
+            .ok_or("parts_done: missing losses")?;
+        Ok(Self {
+            step: *step as u64,
+            first: *first as usize,
+            losses: losses.to_vec(),
+            grads: numbers[3 + count..].iter().map(|&g| g as f32).collect(),
+        })
+    }
+}
+
+fn message(v: &Value) -> String {
+    v.get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("no message")
+        .to_string()
 }
 
 fn kind(v: &Value) -> Result<&str, String> {

@@ -1,7 +1,8 @@
 //! A worker as a native thread: the same [`WorkerCore`] as in the browser,
 //! its messages passed in their wire form (so the wire is tested natively).
+//! Its helpers, when a run asks for some, are threads too.
 
-use super::core::WorkerCore;
+use super::core::{Helper, WorkerCore};
 use super::protocol::{FromWorker, ToWorker, Wire};
 use super::{CHUNK, Channel};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
@@ -16,19 +17,8 @@ impl ThreadChannel {
     pub fn spawn() -> Result<Self, String> {
         let (to_worker, inbox) = channel::<Wire>();
         let (outbox, from_worker) = channel::<Wire>();
-        std::thread::Builder::new()
-            .name("flowplay-trainer".into())
-            .spawn(move || {
-                let failed = outbox.clone();
-                let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    serve(&inbox, &outbox)
-                }));
-                if let Err(panic) = served {
-                    let what = super::panic_message(panic.as_ref());
-                    let _ = failed.send(FromWorker::Failed(what).to_wire());
-                }
-            })
-            .map_err(|e| format!("no training thread: {e}"))?;
+        let reply = move |reply: FromWorker| outbox.send(reply.to_wire()).is_ok();
+        spawn_worker("flowplay-trainer", inbox, reply)?;
         Ok(Self {
             to_worker,
             from_worker,
@@ -36,12 +26,69 @@ impl ThreadChannel {
     }
 }
 
+/// Starts a thread serving the messages of `inbox`, its replies (and, should
+/// it panic, the panic's message) handed to `reply`.
+fn spawn_worker(
+    name: &str,
+    inbox: Receiver<Wire>,
+    reply: impl Fn(FromWorker) -> bool + Send + 'static,
+) -> Result<(), String> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let served =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| serve(&inbox, &reply)));
+            if let Err(panic) = served {
+                reply(FromWorker::Failed(super::panic_message(panic.as_ref())));
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| format!("no training thread: {e}"))
+}
+
+/// A helper thread, as its lead sees it.
+struct ThreadHelper {
+    to_helper: Sender<Wire>,
+}
+
+impl Helper for ThreadHelper {
+    fn post(&self, message: &ToWorker) -> Result<(), String> {
+        self.to_helper
+            .send(message.to_wire())
+            .map_err(|_| "the helper thread stopped".to_string())
+    }
+}
+
+/// `count` helper threads whose answers come to `answers` (in the lead's
+/// messages' wire form). A helper ends when its lead drops it.
+fn spawn_helpers(count: usize, answers: &Sender<Wire>) -> Result<Vec<Box<dyn Helper>>, String> {
+    (0..count)
+        .map(|k| {
+            let (to_helper, inbox) = channel::<Wire>();
+            let answers = answers.clone();
+            let reply = move |reply: FromWorker| match reply.for_lead() {
+                Some(message) => answers.send(message.to_wire()).is_ok(),
+                None => true,
+            };
+            spawn_worker(&format!("flowplay-helper-{k}"), inbox, reply)?;
+            Ok(Box::new(ThreadHelper { to_helper }) as Box<dyn Helper>)
+        })
+        .collect()
+}
+
 /// The thread's loop: every waiting message first, then a stretch of
-/// training; it waits for a message only when there is nothing to train.
-fn serve(inbox: &Receiver<Wire>, outbox: &Sender<Wire>) {
+/// training; it waits for a message only when there is nothing to train,
+/// and while a split step waits, for its helpers' answers only.
+fn serve(inbox: &Receiver<Wire>, reply: &dyn Fn(FromWorker) -> bool) {
     let mut core = WorkerCore::new();
+    let mut answers: Option<Receiver<Wire>> = None;
     loop {
-        let wire = if core.has_work() {
+        let wire = if core.awaiting_helpers() {
+            match answers.as_ref().map(Receiver::recv) {
+                Some(Ok(wire)) => Some(wire),
+                _ => Some(ToWorker::HelperFailed("the helper threads stopped".into()).to_wire()),
+            }
+        } else if core.has_work() {
             match inbox.try_recv() {
                 Ok(wire) => Some(wire),
                 Err(TryRecvError::Empty) => None,
@@ -53,19 +100,33 @@ fn serve(inbox: &Receiver<Wire>, outbox: &Sender<Wire>) {
                 Err(_) => return,
             }
         };
-        let reply = match wire {
-            Some(wire) => match ToWorker::from_wire(wire) {
-                Ok(message) => core.handle(message),
-                Err(e) => Some(FromWorker::Failed(format!(
+        match wire.map(ToWorker::from_wire) {
+            Some(Ok(message)) => {
+                if let ToWorker::Start(spec) = &message
+                    && spec.helpers > 0
+                {
+                    let (to_lead, from_helpers) = channel::<Wire>();
+                    match spawn_helpers(spec.helpers, &to_lead) {
+                        Ok(helpers) => core.set_helpers(helpers),
+                        Err(why) => core.handle(ToWorker::HelperFailed(why)),
+                    }
+                    answers = Some(from_helpers);
+                }
+                core.handle(message);
+            }
+            Some(Err(e)) => {
+                if !reply(FromWorker::Failed(format!(
                     "a message the worker cannot read: {e}"
-                ))),
-            },
+                ))) {
+                    return;
+                }
+            }
             None => core.work(CHUNK),
-        };
-        if let Some(reply) = reply
-            && outbox.send(reply.to_wire()).is_err()
-        {
-            return;
+        }
+        for answer in core.take_replies() {
+            if !reply(answer) {
+                return;
+            }
         }
     }
 }
