@@ -206,7 +206,11 @@ fn a_split_step_waits_for_its_helper_and_so_do_the_pages_messages() {
     let mut lead = WorkerCore::new();
     lead.set_helpers(vec![Box::new(mailbox.clone())]);
     lead.handle(ToWorker::Start(spec.clone()));
-    assert!(matches!(&lead.take_replies()[..], [FromWorker::Trained(_)]));
+    let replies = lead.take_replies();
+    let [FromWorker::Trained(started)] = &replies[..] else {
+        panic!("the answer to the start: {replies:?}");
+    };
+    assert_eq!(started.helpers, Some(1), "the answer names its helpers");
     // the helper was told to build the same trainer, without helpers
     let mut helper = WorkerCore::new();
     let start = mailbox.0.borrow_mut().remove(0);
@@ -401,6 +405,37 @@ impl Channel for Broken {
     }
 }
 
+/// A worker that could start none of the helpers asked for: it answers the
+/// start saying so, and trains alone.
+struct Alone(std::cell::Cell<bool>);
+
+impl Channel for Alone {
+    fn post(&self, _: &ToWorker) {}
+    fn take(&self) -> Vec<FromWorker> {
+        if self.0.replace(true) {
+            return Vec::new();
+        }
+        vec![FromWorker::Trained(Trained {
+            helpers: Some(0),
+            ..Trained::default()
+        })]
+    }
+    fn place(&self) -> &'static str {
+        "lone worker"
+    }
+}
+
+#[test]
+fn the_device_label_follows_the_helpers_a_worker_could_start() {
+    worker::set_workers(3);
+    let host = Host::in_worker_at(rings_spec(1e-2), Box::new(Alone(Default::default())));
+    worker::set_workers(1);
+    let mut host = host.expect("a run");
+    assert_eq!(host.device, "CPU (lone worker + 2 helpers, f32)");
+    let _ = host.frame(0, Duration::ZERO, None);
+    assert_eq!(host.device, "CPU (lone worker, f32)");
+}
+
 #[test]
 fn a_broken_worker_is_reported_and_the_run_goes_on_in_the_page() {
     let mut host = Host::in_worker_at(rings_spec(1e-2), Box::new(Broken)).expect("a run");
@@ -453,6 +488,7 @@ fn every_message_crosses_the_wire_unchanged() {
             params: Some(vec![3.0, 4.0]),
             error: Some("NaN".into()),
             seconds: 0.5,
+            helpers: Some(2),
         }),
         FromWorker::Trained(Trained::default()),
         FromWorker::Failed("broken".into()),

@@ -12,6 +12,15 @@ use crate::flow::FlowModel;
 use crate::train::watch::Verdict;
 use crate::train::{CpuTrainer, Trainer, default_threads};
 
+/// The device label of a run in a worker at `place` with `helpers` helpers.
+fn worker_device(place: &str, helpers: usize) -> String {
+    match helpers {
+        0 => format!("CPU ({place}, f32)"),
+        1 => format!("CPU ({place} + 1 helper, f32)"),
+        n => format!("CPU ({place} + {n} helpers, f32)"),
+    }
+}
+
 /// The page's side of a run in a worker.
 pub(super) struct WorkerRun {
     channel: Box<dyn Channel>,
@@ -38,14 +47,7 @@ impl WorkerRun {
     pub(super) fn start(spec: HostSpec, channel: Box<dyn Channel>) -> (Self, String) {
         let worker_spec = WorkerSpec::from_host(&spec);
         channel.post(&ToWorker::Start(worker_spec.clone()));
-        let device = match worker_spec.helpers {
-            0 => format!("CPU ({}, f32)", channel.place()),
-            n => format!(
-                "CPU ({} + {n} helper{}, f32)",
-                channel.place(),
-                if n == 1 { "" } else { "s" }
-            ),
-        };
+        let device = worker_device(channel.place(), worker_spec.helpers);
         let latest = (0, spec.model.clone());
         let run = Self {
             channel,
@@ -153,6 +155,10 @@ impl<J: GpuJob> TrainerHost<J> {
         let Backend::Worker(run) = &mut self.backend else {
             return;
         };
+        if let Some(helpers) = trained.helpers {
+            // the helpers actually started (a browser may refuse them)
+            self.device = worker_device(run.channel.place(), helpers);
+        }
         if trained.generation < run.generation {
             return;
         }

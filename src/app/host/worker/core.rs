@@ -81,7 +81,8 @@ impl WorkerCore {
 
     /// The workers to split steps with, for the run a [`ToWorker::Start`]
     /// about to be handled starts (the glue starts them: threads natively,
-    /// Web Workers in a browser).
+    /// Web Workers in a browser; where they cannot be started, it gives
+    /// none and the worker trains alone, as its answer to the start says).
     pub fn set_helpers(&mut self, helpers: Vec<Box<dyn Helper>>) {
         self.helpers = helpers;
     }
@@ -163,6 +164,7 @@ impl WorkerCore {
                 }
                 self.outbox.push(FromWorker::Trained(Trained {
                     params: Some(params),
+                    helpers: Some(self.helpers.len()),
                     ..Trained::default()
                 }));
             }
@@ -280,6 +282,7 @@ impl WorkerCore {
             params,
             error: stretch.error,
             seconds: stretch.start.elapsed().as_secs_f64(),
+            helpers: None,
         }));
     }
 

@@ -94,6 +94,9 @@ pub struct Trained {
     pub error: Option<String>,
     /// seconds the steps took
     pub seconds: f64,
+    /// in the answer to [`ToWorker::Start`]: the helpers the worker splits
+    /// its steps with (fewer than asked when some could not be started)
+    pub helpers: Option<usize>,
 }
 
 /// What a worker builds its trainer from: a [`HostSpec`] in a form that
@@ -250,7 +253,8 @@ impl FromWorker {
         match self {
             Self::Trained(t) => Wire {
                 json: json!({"kind": "trained", "losses": t.losses, "steps_done": t.steps_done,
-                             "generation": t.generation, "error": t.error, "seconds": t.seconds}),
+                             "generation": t.generation, "error": t.error, "seconds": t.seconds,
+                             "helpers": t.helpers}),
                 params: t.params.clone(),
             },
             Self::Failed(why) => Wire {
@@ -281,6 +285,7 @@ impl FromWorker {
                 params: wire.params,
                 error: v.get("error").and_then(Value::as_str).map(str::to_string),
                 seconds: real(v, "seconds")?,
+                helpers: v.get("helpers").and_then(Value::as_u64).map(|h| h as usize),
             }),
             "failed" => Self::Failed(message(v)),
             "parts_done" => Self::PartsDone(PartsDone::from_numbers(

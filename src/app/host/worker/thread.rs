@@ -106,10 +106,8 @@ fn serve(inbox: &Receiver<Wire>, reply: &dyn Fn(FromWorker) -> bool) {
                     && spec.helpers > 0
                 {
                     let (to_lead, from_helpers) = channel::<Wire>();
-                    match spawn_helpers(spec.helpers, &to_lead) {
-                        Ok(helpers) => core.set_helpers(helpers),
-                        Err(why) => core.handle(ToWorker::HelperFailed(why)),
-                    }
+                    // without them the worker trains alone (its answer says so)
+                    core.set_helpers(spawn_helpers(spec.helpers, &to_lead).unwrap_or_default());
                     answers = Some(from_helpers);
                 }
                 core.handle(message);

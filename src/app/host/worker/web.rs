@@ -259,12 +259,13 @@ impl Lead {
         if let ToWorker::Start(spec) = &message
             && spec.helpers > 0
         {
-            let helpers = self.spawn_helpers(spec.helpers);
-            let mut core = self.core.borrow_mut();
-            match helpers {
-                Ok(helpers) => core.set_helpers(helpers),
-                Err(why) => core.handle(ToWorker::HelperFailed(why)),
-            }
+            // a browser without nested workers: this worker trains alone,
+            // and its answer to the start says so
+            let helpers = self.spawn_helpers(spec.helpers).unwrap_or_else(|why| {
+                web_sys::console::warn_1(&format!("no helper workers: {why}").into());
+                Vec::new()
+            });
+            self.core.borrow_mut().set_helpers(helpers);
         }
         self.core.borrow_mut().handle(message);
         self.flush();
