@@ -72,12 +72,51 @@ impl<T: Real> CubicRational<T> {
     /// `(f(x), log f'(x))`.
     #[inline]
     pub fn x_from_z(&self, x: T) -> (T, T) {
+        let (y, fp) = self.x_from_z_ratio(x);
+        (y, fp.ln())
+    }
+
+    /// `(f(x), f'(x))`: the slope as a ratio, which a stack multiplies
+    /// instead of adding logarithms (f' lies between 1e-3 and 9).
+    #[inline]
+    pub fn x_from_z_ratio(&self, x: T) -> (T, T) {
         let u = x - self.c;
         let bu2 = self.beta * u * u;
         let d = T::one() + bu2;
         let y = x + self.alpha * u / d;
         let fp = T::one() + self.alpha * (T::one() - bu2) / (d * d);
-        (y, fp.ln())
+        (y, fp)
+    }
+
+    /// `(f^-1(y), f'(f^-1(y)))`.
+    #[inline]
+    pub fn z_from_x_ratio(&self, y: T) -> (T, T) {
+        let x = self.solve_centred(y - self.c) + self.c;
+        (x, self.x_from_z_ratio(x).1)
+    }
+
+    /// The constrained parameters and their derivatives by the raw ones,
+    /// `(alpha, beta, c, d alpha / d raw, d beta / d raw)`.
+    pub fn parts(&self) -> [T; 5] {
+        [
+            self.alpha,
+            self.beta,
+            self.c,
+            self.dalpha_draw,
+            self.dbeta_draw,
+        ]
+    }
+
+    /// The layer of [`Self::parts`].
+    pub fn from_parts(parts: [T; 5]) -> Self {
+        let [alpha, beta, c, dalpha_draw, dbeta_draw] = parts;
+        Self {
+            alpha,
+            beta,
+            c,
+            dalpha_draw,
+            dbeta_draw,
+        }
     }
 
     /// `f(x0 + d) - f(x0)`, exactly rearranged: `d + alpha d (1 - beta u (u + d))

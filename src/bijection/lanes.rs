@@ -1,20 +1,25 @@
-//! Stacks of cubic-polynomial layers evaluated for [`LANES`] samples at once.
+//! Stacks of cubic-polynomial and cubic-rational layers evaluated for
+//! [`LANES`] samples at once.
 //!
 //! [`Stack`](super::Stack)'s `_lanes` passes run several chains in lockstep,
 //! one layer at a time, but each lane still calls its own layer through the
-//! [`Scalar`] enum. Here a stack whose layers are all of the cubic family is
-//! packed column-wise: every parameter of layer `k` becomes an array with one
-//! entry per lane, and each layer is one straight-line loop over the lanes
-//! (no branches, no calls), which the compiler turns into vector instructions
-//! (SSE natively, WebAssembly's simd128 in the browser).
+//! [`Scalar`] enum. Here a stack whose layers are all of the cubic or the
+//! cubic-rational family is packed column-wise: every parameter of layer `k`
+//! becomes an array with one entry per lane, and each layer is one
+//! straight-line loop over the lanes (no branches, no calls), which the
+//! compiler turns into vector instructions (SSE natively, WebAssembly's
+//! simd128 in the browser).
 //!
 //! The arithmetic is the scalar family's, operation for operation: where the
-//! closed-form inverse leaves its range (a huge argument, NaN) a lane falls back
-//! to the scalar rule, so the results are the scalar ones to the last bit.
+//! cubic's closed-form inverse leaves its range (a huge argument, NaN) a lane
+//! falls back to the scalar rule, and the cubic rational's inverse (a root of
+//! a cubic equation by cases) is the scalar rule lane by lane, so the results
+//! are the scalar ones to the last bit.
 //! The same lane-major trace layout as the `_lanes` passes (`traces[lane * K + k]`)
 //! lets a caller mix both.
 
 use super::cubic::Cubic;
+use super::cubic_rational::CubicRational;
 use super::{Family, LogSlopeSum, Scalar, Slope, Stack};
 use crate::real::Real;
 
@@ -26,6 +31,12 @@ type Lanes<T> = [T; LANES];
 
 /// Raw parameters of one cubic layer.
 const CUBIC_RAW: usize = 4;
+
+/// Raw parameters of one cubic-rational layer.
+const RATIONAL_RAW: usize = 3;
+
+/// The most raw parameters a packed layer has.
+const MAX_RAW: usize = CUBIC_RAW;
 
 /// Where the closed-form inverse's hyperbolic form needs no care (as the scalar rule).
 const G_INV_RANGE: f64 = 1e15;
@@ -43,12 +54,25 @@ struct CubicLanes<T> {
     inv_arg: Lanes<T>,
 }
 
-/// The derivatives of one layer at each lane's point.
+/// The derivatives of one layer at each lane's point (raw values past the
+/// layer's own count are zero).
 struct PartialsLanes<T> {
-    f_raw: [Lanes<T>; CUBIC_RAW],
-    logd_raw: [Lanes<T>; CUBIC_RAW],
+    f_raw: [Lanes<T>; MAX_RAW],
+    logd_raw: [Lanes<T>; MAX_RAW],
     f_x: Lanes<T>,
     logd_x: Lanes<T>,
+}
+
+impl<T: Real> PartialsLanes<T> {
+    fn zero() -> Self {
+        let zero = [T::zero(); LANES];
+        Self {
+            f_raw: [zero; MAX_RAW],
+            logd_raw: [zero; MAX_RAW],
+            f_x: zero,
+            logd_x: zero,
+        }
+    }
 }
 
 impl<T: Real> CubicLanes<T> {
@@ -182,13 +206,7 @@ impl<T: Real> CubicLanes<T> {
     /// [`Cubic::partials_at`] per lane: at `x`, given `y = f(x)`.
     #[inline(always)]
     fn partials_at(&self, x: &Lanes<T>, y: &Lanes<T>) -> PartialsLanes<T> {
-        let zero = [T::zero(); LANES];
-        let mut p = PartialsLanes {
-            f_raw: [zero; CUBIC_RAW],
-            logd_raw: [zero; CUBIC_RAW],
-            f_x: zero,
-            logd_x: zero,
-        };
+        let mut p = PartialsLanes::zero();
         let u: Lanes<T> = std::array::from_fn(|i| x[i] - self.c[i]);
         let v: Lanes<T> = std::array::from_fn(|i| y[i] - self.c[i]);
         let (gu, gv) = (self.g_prime(&u), self.g_prime(&v));
@@ -221,6 +239,147 @@ impl<T: Real> CubicLanes<T> {
     }
 }
 
+/// One cubic-rational layer's constants, one column per lane.
+#[derive(Clone, Copy, Debug)]
+struct RationalLanes<T> {
+    alpha: Lanes<T>,
+    beta: Lanes<T>,
+    c: Lanes<T>,
+    dalpha_draw: Lanes<T>,
+    dbeta_draw: Lanes<T>,
+}
+
+impl<T: Real> RationalLanes<T> {
+    fn new(scalar: Lanes<CubicRational<T>>) -> Self {
+        let parts = scalar.map(|layer| layer.parts());
+        let column = |j: usize| std::array::from_fn(|i| parts[i][j]);
+        Self {
+            alpha: column(0),
+            beta: column(1),
+            c: column(2),
+            dalpha_draw: column(3),
+            dbeta_draw: column(4),
+        }
+    }
+
+    /// Lane `i`'s layer.
+    fn lane(&self, i: usize) -> CubicRational<T> {
+        CubicRational::from_parts([
+            self.alpha[i],
+            self.beta[i],
+            self.c[i],
+            self.dalpha_draw[i],
+            self.dbeta_draw[i],
+        ])
+    }
+
+    /// `(f(x), f'(x))` per lane ([`CubicRational::x_from_z_ratio`]).
+    #[inline(always)]
+    fn x_from_z_ratio(&self, x: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
+        let one = T::one();
+        let u: Lanes<T> = std::array::from_fn(|i| x[i] - self.c[i]);
+        let bu2: Lanes<T> = std::array::from_fn(|i| self.beta[i] * u[i] * u[i]);
+        let d: Lanes<T> = std::array::from_fn(|i| one + bu2[i]);
+        (
+            std::array::from_fn(|i| x[i] + self.alpha[i] * u[i] / d[i]),
+            std::array::from_fn(|i| one + self.alpha[i] * (one - bu2[i]) / (d[i] * d[i])),
+        )
+    }
+
+    /// `(f^-1(y), f'(f^-1(y)))` per lane: the root lane by lane, the slope
+    /// packed.
+    #[inline(always)]
+    fn z_from_x_ratio(&self, y: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
+        let x: Lanes<T> =
+            std::array::from_fn(|i| self.lane(i).solve_centred(y[i] - self.c[i]) + self.c[i]);
+        let (_, ratio) = self.x_from_z_ratio(&x);
+        (x, ratio)
+    }
+
+    /// [`CubicRational::partials`] per lane, at `x`.
+    #[inline(always)]
+    fn partials_at(&self, x: &Lanes<T>) -> PartialsLanes<T> {
+        let mut p = PartialsLanes::zero();
+        let (one, two, three) = (T::one(), T::c(2.0), T::c(3.0));
+        for i in 0..LANES {
+            let (alpha, beta) = (self.alpha[i], self.beta[i]);
+            let u = x[i] - self.c[i];
+            let u2 = u * u;
+            let bu2 = beta * u2;
+            let d = one + bu2;
+            let d2 = d * d;
+            let d3 = d2 * d;
+            let n = one - bu2;
+            let fp = one + alpha * n / d2;
+            let three_m = three - bu2;
+            let fpp = -two * alpha * beta * u * three_m / d3;
+            let inv_fp = one / fp;
+            let f_alpha = u / d;
+            let f_beta = -alpha * u2 * u / d2;
+            let fp_alpha = n / d2;
+            let fp_beta = -alpha * u2 * three_m / d3;
+            p.f_raw[0][i] = f_alpha * self.dalpha_draw[i];
+            p.f_raw[1][i] = f_beta * self.dbeta_draw[i];
+            p.f_raw[2][i] = one - fp;
+            p.logd_raw[0][i] = fp_alpha * inv_fp * self.dalpha_draw[i];
+            p.logd_raw[1][i] = fp_beta * inv_fp * self.dbeta_draw[i];
+            p.logd_raw[2][i] = -fpp * inv_fp;
+            p.f_x[i] = fp;
+            p.logd_x[i] = fpp * inv_fp;
+        }
+        p
+    }
+}
+
+/// One packed layer, of either family.
+#[derive(Clone, Copy, Debug)]
+enum LayerLanes<T> {
+    Cubic(CubicLanes<T>),
+    Rational(RationalLanes<T>),
+}
+
+impl<T: Real> LayerLanes<T> {
+    fn n_raw(&self) -> usize {
+        match self {
+            Self::Cubic(_) => CUBIC_RAW,
+            Self::Rational(_) => RATIONAL_RAW,
+        }
+    }
+
+    #[inline(always)]
+    fn x_from_z_value(&self, x: &Lanes<T>) -> Lanes<T> {
+        match self {
+            Self::Cubic(layer) => layer.x_from_z_value(x),
+            Self::Rational(layer) => layer.x_from_z_ratio(x).0,
+        }
+    }
+
+    #[inline(always)]
+    fn x_from_z_ratio(&self, x: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
+        match self {
+            Self::Cubic(layer) => layer.x_from_z_ratio(x),
+            Self::Rational(layer) => layer.x_from_z_ratio(x),
+        }
+    }
+
+    #[inline(always)]
+    fn z_from_x_ratio(&self, y: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
+        match self {
+            Self::Cubic(layer) => layer.z_from_x_ratio(y),
+            Self::Rational(layer) => layer.z_from_x_ratio(y),
+        }
+    }
+
+    /// The derivatives at `x`, given `y = f(x)`.
+    #[inline(always)]
+    fn partials_at(&self, x: &Lanes<T>, y: &Lanes<T>) -> PartialsLanes<T> {
+        match self {
+            Self::Cubic(layer) => layer.partials_at(x, y),
+            Self::Rational(layer) => layer.partials_at(x),
+        }
+    }
+}
+
 /// [`LogSlopeSum`] per lane.
 struct SlopeSums<T>([LogSlopeSum<T>; LANES]);
 
@@ -243,12 +402,17 @@ impl<T: Real> SlopeSums<T> {
     }
 }
 
-/// A stack of cubic layers packed lane by lane (see the module's notes), for
-/// up to [`LANES`] chains each with its own layers. Reused between blocks.
+/// A stack of cubic and cubic-rational layers packed lane by lane (see the
+/// module's notes), for up to [`LANES`] chains each with its own layers.
+/// Reused between blocks.
 #[derive(Debug, Default)]
 pub struct PackedStack<T> {
-    layers: Vec<CubicLanes<T>>,
-    /// the chains packed (the other lanes repeat the first)
+    layers: Vec<LayerLanes<T>>,
+    /// where each layer's raw values start within a chain's
+    offsets: Vec<usize>,
+    /// the raw values of a chain
+    n_raw: usize,
+    /// the chains packed (the other lanes repeat the last)
     lanes: usize,
 }
 
@@ -256,36 +420,75 @@ impl<T: Real> PackedStack<T> {
     pub fn new() -> Self {
         Self {
             layers: Vec::new(),
+            offsets: Vec::new(),
+            n_raw: 0,
             lanes: 0,
         }
     }
 
+    fn clear(&mut self) {
+        self.layers.clear();
+        self.offsets.clear();
+        self.n_raw = 0;
+        self.lanes = 0;
+    }
+
+    fn push(&mut self, layer: LayerLanes<T>) {
+        self.offsets.push(self.n_raw);
+        self.n_raw += layer.n_raw();
+        self.layers.push(layer);
+    }
+
     /// Packs each chain's layers (`built[lane]`, all of one length); `false`
     /// (and nothing packed) when there are more than [`LANES`] chains or a
-    /// layer is not of the cubic family: the caller then runs the `_lanes` passes.
+    /// layer is of neither packed family: the caller then runs the `_lanes`
+    /// passes.
     pub fn pack<B: AsRef<[Scalar<T>]>>(&mut self, built: &[B]) -> bool {
-        self.layers.clear();
-        self.lanes = 0;
+        self.clear();
         let Some(first) = built.first() else {
             return false;
         };
         if built.len() > LANES {
             return false;
         }
+        let chain = |i: usize| built[i.min(built.len() - 1)].as_ref();
         for k in 0..first.as_ref().len() {
-            let mut column = [None; LANES];
-            for (i, slot) in column.iter_mut().enumerate() {
-                let chain = built[i.min(built.len() - 1)].as_ref();
-                match chain.get(k) {
-                    Some(Scalar::Cubic(c)) => *slot = Some(*c),
-                    _ => {
-                        self.layers.clear();
-                        return false;
+            let layer = match chain(0).get(k) {
+                Some(Scalar::Cubic(_)) => {
+                    let mut column = [None; LANES];
+                    for (i, slot) in column.iter_mut().enumerate() {
+                        if let Some(Scalar::Cubic(c)) = chain(i).get(k) {
+                            *slot = Some(*c);
+                        }
                     }
+                    column.iter().all(Option::is_some).then(|| {
+                        LayerLanes::Cubic(CubicLanes::new(
+                            column.map(|c| c.unwrap_or_else(|| unreachable!("every lane checked"))),
+                        ))
+                    })
+                }
+                Some(Scalar::CubicRational(_)) => {
+                    let mut column = [None; LANES];
+                    for (i, slot) in column.iter_mut().enumerate() {
+                        if let Some(Scalar::CubicRational(c)) = chain(i).get(k) {
+                            *slot = Some(*c);
+                        }
+                    }
+                    column.iter().all(Option::is_some).then(|| {
+                        LayerLanes::Rational(RationalLanes::new(
+                            column.map(|c| c.unwrap_or_else(|| unreachable!("every lane checked"))),
+                        ))
+                    })
+                }
+                _ => None,
+            };
+            match layer {
+                Some(layer) => self.push(layer),
+                None => {
+                    self.clear();
+                    return false;
                 }
             }
-            let scalar = column.map(|c| c.unwrap_or_else(|| unreachable!("every lane set above")));
-            self.layers.push(CubicLanes::new(scalar));
         }
         self.lanes = built.len();
         true
@@ -293,21 +496,30 @@ impl<T: Real> PackedStack<T> {
 
     /// Builds the layers of `stack` for each of `lanes` chains from their raw
     /// parameters (`raws`: chain after chain, `stack.n_raw()` each) straight
-    /// into packed form, the raw-to-constrained transforms as vector
-    /// instructions too. `false` (nothing packed) when a layer is not cubic.
+    /// into packed form, the cubic's raw-to-constrained transforms as vector
+    /// instructions too. `false` (nothing packed) when a layer is of neither
+    /// packed family.
     pub fn build(&mut self, stack: &Stack, raws: &[T], lanes: usize) -> bool {
-        self.layers.clear();
-        self.lanes = 0;
-        if lanes == 0 || lanes > LANES || stack.layers().iter().any(|f| *f != Family::Cubic) {
+        self.clear();
+        let packable = |f: &Family| matches!(f, Family::Cubic | Family::CubicRational);
+        if lanes == 0 || lanes > LANES || !stack.layers().iter().all(packable) {
             return false;
         }
         let n_raw = stack.n_raw();
-        for k in 0..stack.len() {
+        let raw_of = |i: usize, j: usize| raws[i.min(lanes - 1) * n_raw + j];
+        for (k, family) in stack.layers().iter().enumerate() {
             let start = stack.layer_range(k).start;
-            let raw: [Lanes<T>; CUBIC_RAW] = std::array::from_fn(|j| {
-                std::array::from_fn(|i| raws[i.min(lanes - 1) * n_raw + start + j])
-            });
-            self.layers.push(CubicLanes::from_raw(&raw));
+            let layer = if *family == Family::Cubic {
+                let raw: [Lanes<T>; CUBIC_RAW] =
+                    std::array::from_fn(|j| std::array::from_fn(|i| raw_of(i, start + j)));
+                LayerLanes::Cubic(CubicLanes::from_raw(&raw))
+            } else {
+                LayerLanes::Rational(RationalLanes::new(std::array::from_fn(|i| {
+                    let raw: [T; RATIONAL_RAW] = std::array::from_fn(|j| raw_of(i, start + j));
+                    CubicRational::from_raw(&raw)
+                })))
+            };
+            self.push(layer);
         }
         self.lanes = lanes;
         true
@@ -384,7 +596,7 @@ impl<T: Real> PackedStack<T> {
     }
 
     /// As [`Stack::x_from_z_backward_lanes`](super::Stack::x_from_z_backward_lanes)
-    /// (`raw_bar` is `lanes x 4K`).
+    /// (`raw_bar` is `lanes x` the stack's raw count).
     pub fn x_from_z_backward(
         &self,
         traces: &[T],
@@ -393,14 +605,14 @@ impl<T: Real> PackedStack<T> {
         ld_bar: &[T],
         raw_bar: &mut [T],
     ) {
-        let n_raw = CUBIC_RAW * self.layers.len();
+        let n_raw = self.n_raw;
         let ld_bar = self.load(ld_bar);
         let mut b = self.load(bar);
         for (k, layer) in self.layers.iter().enumerate().rev() {
             let (z, x) = self.layer_points(traces, out, k);
             let p = layer.partials_at(&z, &x);
             for lane in 0..self.lanes {
-                let rb = &mut raw_bar[lane * n_raw + CUBIC_RAW * k..][..CUBIC_RAW];
+                let rb = &mut raw_bar[lane * n_raw + self.offsets[k]..][..layer.n_raw()];
                 for (j, r) in rb.iter_mut().enumerate() {
                     *r += b[lane] * p.f_raw[j][lane] + ld_bar[lane] * p.logd_raw[j][lane];
                 }
@@ -411,7 +623,7 @@ impl<T: Real> PackedStack<T> {
     }
 
     /// As [`Stack::z_from_x_backward_lanes`](super::Stack::z_from_x_backward_lanes)
-    /// (`raw_bar` is `lanes x 4K`).
+    /// (`raw_bar` is `lanes x` the stack's raw count).
     pub fn z_from_x_backward(
         &self,
         traces: &[T],
@@ -420,7 +632,7 @@ impl<T: Real> PackedStack<T> {
         ld_bar: &[T],
         raw_bar: &mut [T],
     ) {
-        let n_raw = CUBIC_RAW * self.layers.len();
+        let n_raw = self.n_raw;
         let ld_bar = self.load(ld_bar);
         let mut b = self.load(bar);
         for (k, layer) in self.layers.iter().enumerate() {
@@ -430,7 +642,7 @@ impl<T: Real> PackedStack<T> {
             let g: Lanes<T> = std::array::from_fn(|i| b[i] - ld_bar[i] * p.logd_x[i]);
             let inv_fx: Lanes<T> = std::array::from_fn(|i| T::one() / p.f_x[i]);
             for lane in 0..self.lanes {
-                let rb = &mut raw_bar[lane * n_raw + CUBIC_RAW * k..][..CUBIC_RAW];
+                let rb = &mut raw_bar[lane * n_raw + self.offsets[k]..][..layer.n_raw()];
                 for (j, r) in rb.iter_mut().enumerate() {
                     *r -= g[lane] * p.f_raw[j][lane] * inv_fx[lane]
                         + ld_bar[lane] * p.logd_raw[j][lane];

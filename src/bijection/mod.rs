@@ -304,6 +304,10 @@ impl<T: Real> Scalar<T> {
                 let (x, ratio) = b.x_from_z_ratio(z);
                 (x, Slope::Ratio(ratio))
             }
+            Scalar::CubicRational(b) => {
+                let (x, ratio) = b.x_from_z_ratio(z);
+                (x, Slope::Ratio(ratio))
+            }
             _ => {
                 let (x, l) = self.x_from_z(z);
                 (x, Slope::Log(l))
@@ -316,6 +320,10 @@ impl<T: Real> Scalar<T> {
     pub fn z_from_x_slope(&self, x: T) -> (T, Slope<T>) {
         match self {
             Scalar::Cubic(b) => {
+                let (z, ratio) = b.z_from_x_ratio(x);
+                (z, Slope::Ratio(ratio))
+            }
+            Scalar::CubicRational(b) => {
                 let (z, ratio) = b.z_from_x_ratio(x);
                 (z, Slope::Ratio(ratio))
             }
