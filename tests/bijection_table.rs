@@ -746,8 +746,8 @@ fn close32(a: f32, b: f32, scale: f32) -> bool {
 }
 
 /// The lane-packed stacks ([`PackedStack`]) against the scalar `_lanes` passes in
-/// float32, for every stack of the table and one of both packed families: the
-/// stacks the packed form covers (the cubic and cubic-rational families) give
+/// float32, for every stack of the table and one of all packed families: the
+/// stacks the packed form covers (cubic, cubic-rational and affine layers) give
 /// the scalar results (to the bit when packed from the scalar layers, to float32
 /// rounding when built from raw parameters with the vector exp), in both
 /// directions and for the gradients; the others are refused.
@@ -756,13 +756,17 @@ fn packed_lanes_agree_with_the_scalar_lanes() {
     use flowplay::bijection::lanes::{LANES, PackedStack};
     let mut rng = Rng::seeded(0x1a9e5);
     let mut covered = Vec::new();
-    // and both packed families in one stack (layers of 3 and 4 raw values)
-    let both = Stack::mixed(vec![
+    // and every packed family in one stack (layers of 2, 3 and 4 raw values)
+    let all_packed = Stack::mixed(vec![
+        Family::Affine,
         Family::CubicRational,
         Family::Cubic,
         Family::CubicRational,
     ]);
-    for (name, stack) in scalar_table().into_iter().chain([("rational-cubic", both)]) {
+    for (name, stack) in scalar_table()
+        .into_iter()
+        .chain([("packed-families", all_packed)])
+    {
         let k = stack.len();
         let p = stack.n_raw();
         for n in [LANES, 5, 1] {
@@ -882,9 +886,10 @@ fn packed_lanes_agree_with_the_scalar_lanes() {
         [
             "cubic_rational",
             "cubic",
+            "affine",
             "stack-8-cubic",
             "stack-8-cubic_rational",
-            "rational-cubic"
+            "packed-families"
         ]
     );
 }

@@ -36,6 +36,11 @@ impl<T: Real> Affine<T> {
         vec![self.s.to_f64(), self.t.to_f64()]
     }
 
+    /// `(s, t, e^s, d s / d raw)`, for packing several layers lane by lane.
+    pub fn parts(&self) -> [T; 4] {
+        [self.s, self.t, self.scale, self.ds_draw]
+    }
+
     #[inline]
     pub fn x_from_z(&self, x: T) -> (T, T) {
         (self.scale * x + self.t, self.s)

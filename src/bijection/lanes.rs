@@ -1,10 +1,10 @@
-//! Stacks of cubic-polynomial and cubic-rational layers evaluated for
-//! [`LANES`] samples at once.
+//! Stacks of cubic-polynomial, cubic-rational and affine layers evaluated
+//! for [`LANES`] samples at once.
 //!
 //! [`Stack`](super::Stack)'s `_lanes` passes run several chains in lockstep,
 //! one layer at a time, but each lane still calls its own layer through the
-//! [`Scalar`] enum. Here a stack whose layers are all of the cubic or the
-//! cubic-rational family is packed column-wise: every parameter of layer `k`
+//! [`Scalar`] enum. Here a stack whose layers are all of the cubic, the
+//! cubic-rational or the affine family is packed column-wise: every parameter of layer `k`
 //! becomes an array with one entry per lane, and each layer is one
 //! straight-line loop over the lanes (no branches, no calls), which the
 //! compiler turns into vector instructions (SSE natively, WebAssembly's
@@ -18,6 +18,7 @@
 //! The same lane-major trace layout as the `_lanes` passes (`traces[lane * K + k]`)
 //! lets a caller mix both.
 
+use super::affine::Affine;
 use super::cubic::Cubic;
 use super::cubic_rational::CubicRational;
 use super::{Family, LogSlopeSum, Scalar, Slope, Stack};
@@ -34,6 +35,9 @@ const CUBIC_RAW: usize = 4;
 
 /// Raw parameters of one cubic-rational layer.
 const RATIONAL_RAW: usize = 3;
+
+/// Raw parameters of one affine layer.
+const AFFINE_RAW: usize = 2;
 
 /// The most raw parameters a packed layer has.
 const MAX_RAW: usize = CUBIC_RAW;
@@ -331,11 +335,65 @@ impl<T: Real> RationalLanes<T> {
     }
 }
 
-/// One packed layer, of either family.
+/// One affine layer's constants, one column per lane.
+#[derive(Clone, Copy, Debug)]
+struct AffineLanes<T> {
+    /// the log-scale, which is the layer's log-derivative
+    s: Lanes<T>,
+    t: Lanes<T>,
+    scale: Lanes<T>,
+    ds_draw: Lanes<T>,
+}
+
+impl<T: Real> AffineLanes<T> {
+    fn new(scalar: Lanes<Affine<T>>) -> Self {
+        let parts = scalar.map(|layer| layer.parts());
+        let column = |j: usize| std::array::from_fn(|i| parts[i][j]);
+        Self {
+            s: column(0),
+            t: column(1),
+            scale: column(2),
+            ds_draw: column(3),
+        }
+    }
+
+    #[inline(always)]
+    fn x_from_z_value(&self, x: &Lanes<T>) -> Lanes<T> {
+        std::array::from_fn(|i| self.scale[i] * x[i] + self.t[i])
+    }
+
+    #[inline(always)]
+    fn z_from_x_value(&self, y: &Lanes<T>) -> Lanes<T> {
+        std::array::from_fn(|i| (y[i] - self.t[i]) / self.scale[i])
+    }
+
+    /// [`Affine::partials`] per lane, at `x`.
+    #[inline(always)]
+    fn partials_at(&self, x: &Lanes<T>) -> PartialsLanes<T> {
+        let mut p = PartialsLanes::zero();
+        for i in 0..LANES {
+            p.f_raw[0][i] = self.scale[i] * x[i] * self.ds_draw[i];
+            p.f_raw[1][i] = T::one();
+            p.logd_raw[0][i] = self.ds_draw[i];
+            p.f_x[i] = self.scale[i];
+        }
+        p
+    }
+}
+
+/// A layer's slope per lane, as [`Slope`]: a plain ratio, or (the affine
+/// family's constant) its logarithm.
+enum SlopeLanes<T> {
+    Ratio(Lanes<T>),
+    Log(Lanes<T>),
+}
+
+/// One packed layer, of one of the packed families.
 #[derive(Clone, Copy, Debug)]
 enum LayerLanes<T> {
     Cubic(CubicLanes<T>),
     Rational(RationalLanes<T>),
+    Affine(AffineLanes<T>),
 }
 
 impl<T: Real> LayerLanes<T> {
@@ -343,6 +401,7 @@ impl<T: Real> LayerLanes<T> {
         match self {
             Self::Cubic(_) => CUBIC_RAW,
             Self::Rational(_) => RATIONAL_RAW,
+            Self::Affine(_) => AFFINE_RAW,
         }
     }
 
@@ -351,23 +410,30 @@ impl<T: Real> LayerLanes<T> {
         match self {
             Self::Cubic(layer) => layer.x_from_z_value(x),
             Self::Rational(layer) => layer.x_from_z_ratio(x).0,
+            Self::Affine(layer) => layer.x_from_z_value(x),
         }
     }
 
+    /// `(f(x), slope)` per lane.
     #[inline(always)]
-    fn x_from_z_ratio(&self, x: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
-        match self {
+    fn x_from_z_slope(&self, x: &Lanes<T>) -> (Lanes<T>, SlopeLanes<T>) {
+        let (y, ratio) = match self {
             Self::Cubic(layer) => layer.x_from_z_ratio(x),
             Self::Rational(layer) => layer.x_from_z_ratio(x),
-        }
+            Self::Affine(layer) => return (layer.x_from_z_value(x), SlopeLanes::Log(layer.s)),
+        };
+        (y, SlopeLanes::Ratio(ratio))
     }
 
+    /// `(f^-1(y), slope there)` per lane.
     #[inline(always)]
-    fn z_from_x_ratio(&self, y: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
-        match self {
+    fn z_from_x_slope(&self, y: &Lanes<T>) -> (Lanes<T>, SlopeLanes<T>) {
+        let (x, ratio) = match self {
             Self::Cubic(layer) => layer.z_from_x_ratio(y),
             Self::Rational(layer) => layer.z_from_x_ratio(y),
-        }
+            Self::Affine(layer) => return (layer.z_from_x_value(y), SlopeLanes::Log(layer.s)),
+        };
+        (x, SlopeLanes::Ratio(ratio))
     }
 
     /// The derivatives at `x`, given `y = f(x)`.
@@ -376,6 +442,7 @@ impl<T: Real> LayerLanes<T> {
         match self {
             Self::Cubic(layer) => layer.partials_at(x, y),
             Self::Rational(layer) => layer.partials_at(x),
+            Self::Affine(layer) => layer.partials_at(x),
         }
     }
 }
@@ -389,9 +456,18 @@ impl<T: Real> SlopeSums<T> {
     }
 
     #[inline(always)]
-    fn add_ratios(&mut self, ratios: &Lanes<T>) {
-        for (sum, &r) in self.0.iter_mut().zip(ratios) {
-            sum.add(Slope::Ratio(r));
+    fn add(&mut self, slopes: &SlopeLanes<T>) {
+        match slopes {
+            SlopeLanes::Ratio(ratios) => {
+                for (sum, &r) in self.0.iter_mut().zip(ratios) {
+                    sum.add(Slope::Ratio(r));
+                }
+            }
+            SlopeLanes::Log(logs) => {
+                for (sum, &l) in self.0.iter_mut().zip(logs) {
+                    sum.add(Slope::Log(l));
+                }
+            }
         }
     }
 
@@ -441,7 +517,7 @@ impl<T: Real> PackedStack<T> {
 
     /// Packs each chain's layers (`built[lane]`, all of one length); `false`
     /// (and nothing packed) when there are more than [`LANES`] chains or a
-    /// layer is of neither packed family: the caller then runs the `_lanes`
+    /// layer is of no packed family: the caller then runs the `_lanes`
     /// passes.
     pub fn pack<B: AsRef<[Scalar<T>]>>(&mut self, built: &[B]) -> bool {
         self.clear();
@@ -464,6 +540,19 @@ impl<T: Real> PackedStack<T> {
                     column.iter().all(Option::is_some).then(|| {
                         LayerLanes::Cubic(CubicLanes::new(
                             column.map(|c| c.unwrap_or_else(|| unreachable!("every lane checked"))),
+                        ))
+                    })
+                }
+                Some(Scalar::Affine(_)) => {
+                    let mut column = [None; LANES];
+                    for (i, slot) in column.iter_mut().enumerate() {
+                        if let Some(Scalar::Affine(a)) = chain(i).get(k) {
+                            *slot = Some(*a);
+                        }
+                    }
+                    column.iter().all(Option::is_some).then(|| {
+                        LayerLanes::Affine(AffineLanes::new(
+                            column.map(|a| a.unwrap_or_else(|| unreachable!("every lane checked"))),
                         ))
                     })
                 }
@@ -497,11 +586,12 @@ impl<T: Real> PackedStack<T> {
     /// Builds the layers of `stack` for each of `lanes` chains from their raw
     /// parameters (`raws`: chain after chain, `stack.n_raw()` each) straight
     /// into packed form, the cubic's raw-to-constrained transforms as vector
-    /// instructions too. `false` (nothing packed) when a layer is of neither
+    /// instructions too. `false` (nothing packed) when a layer is of no
     /// packed family.
     pub fn build(&mut self, stack: &Stack, raws: &[T], lanes: usize) -> bool {
         self.clear();
-        let packable = |f: &Family| matches!(f, Family::Cubic | Family::CubicRational);
+        let packable =
+            |f: &Family| matches!(f, Family::Cubic | Family::CubicRational | Family::Affine);
         if lanes == 0 || lanes > LANES || !stack.layers().iter().all(packable) {
             return false;
         }
@@ -509,15 +599,20 @@ impl<T: Real> PackedStack<T> {
         let raw_of = |i: usize, j: usize| raws[i.min(lanes - 1) * n_raw + j];
         for (k, family) in stack.layers().iter().enumerate() {
             let start = stack.layer_range(k).start;
-            let layer = if *family == Family::Cubic {
-                let raw: [Lanes<T>; CUBIC_RAW] =
-                    std::array::from_fn(|j| std::array::from_fn(|i| raw_of(i, start + j)));
-                LayerLanes::Cubic(CubicLanes::from_raw(&raw))
-            } else {
-                LayerLanes::Rational(RationalLanes::new(std::array::from_fn(|i| {
+            let layer = match family {
+                Family::Cubic => {
+                    let raw: [Lanes<T>; CUBIC_RAW] =
+                        std::array::from_fn(|j| std::array::from_fn(|i| raw_of(i, start + j)));
+                    LayerLanes::Cubic(CubicLanes::from_raw(&raw))
+                }
+                Family::Affine => LayerLanes::Affine(AffineLanes::new(std::array::from_fn(|i| {
+                    let raw: [T; AFFINE_RAW] = std::array::from_fn(|j| raw_of(i, start + j));
+                    Affine::from_raw(&raw)
+                }))),
+                _ => LayerLanes::Rational(RationalLanes::new(std::array::from_fn(|i| {
                     let raw: [T; RATIONAL_RAW] = std::array::from_fn(|j| raw_of(i, start + j));
                     CubicRational::from_raw(&raw)
-                })))
+                }))),
             };
             self.push(layer);
         }
@@ -557,9 +652,9 @@ impl<T: Real> PackedStack<T> {
             for lane in 0..self.lanes {
                 traces[lane * k_len + k] = x[lane];
             }
-            let (y, ratio) = layer.x_from_z_ratio(&x);
+            let (y, slope) = layer.x_from_z_slope(&x);
             x = y;
-            sums.add_ratios(&ratio);
+            sums.add(&slope);
         }
         v[..self.lanes].copy_from_slice(&x[..self.lanes]);
         sums.write(&mut ld[..self.lanes]);
@@ -571,12 +666,12 @@ impl<T: Real> PackedStack<T> {
         let mut x = self.load(v);
         let mut sums = SlopeSums::new();
         for (k, layer) in self.layers.iter().enumerate().rev() {
-            let (z, ratio) = layer.z_from_x_ratio(&x);
+            let (z, slope) = layer.z_from_x_slope(&x);
             x = z;
             for lane in 0..self.lanes {
                 traces[lane * k_len + k] = x[lane];
             }
-            sums.add_ratios(&ratio);
+            sums.add(&slope);
         }
         v[..self.lanes].copy_from_slice(&x[..self.lanes]);
         sums.write(&mut ld[..self.lanes]);
