@@ -305,9 +305,9 @@ impl<T: Real> RationalLanes<T> {
     fn partials_at(&self, x: &Lanes<T>) -> PartialsLanes<T> {
         let mut p = PartialsLanes::zero();
         let (one, two, three) = (T::one(), T::c(2.0), T::c(3.0));
-        for i in 0..LANES {
+        for (i, &xi) in x.iter().enumerate() {
             let (alpha, beta) = (self.alpha[i], self.beta[i]);
-            let u = x[i] - self.c[i];
+            let u = xi - self.c[i];
             let u2 = u * u;
             let bu2 = beta * u2;
             let d = one + bu2;
@@ -371,8 +371,8 @@ impl<T: Real> AffineLanes<T> {
     #[inline(always)]
     fn partials_at(&self, x: &Lanes<T>) -> PartialsLanes<T> {
         let mut p = PartialsLanes::zero();
-        for i in 0..LANES {
-            p.f_raw[0][i] = self.scale[i] * x[i] * self.ds_draw[i];
+        for (i, &xi) in x.iter().enumerate() {
+            p.f_raw[0][i] = self.scale[i] * xi * self.ds_draw[i];
             p.f_raw[1][i] = T::one();
             p.logd_raw[0][i] = self.ds_draw[i];
             p.f_x[i] = self.scale[i];
