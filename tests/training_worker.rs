@@ -163,6 +163,24 @@ fn steps_split_over_several_workers_give_the_same_numbers_as_the_page() {
     }
 }
 
+/// A batch of 3 rows is 3 parts: split over 5 workers, some get none (and
+/// are not asked), and the run is still the page's.
+#[test]
+fn a_batch_with_fewer_parts_than_workers_splits_too() {
+    let small = || {
+        let mut spec = rings_spec(1e-2);
+        spec.settings.batch = 3;
+        spec
+    };
+    let mut page = on_the_page(small());
+    let expected = page_frames_to(&mut page, 30);
+    worker::set_workers(5);
+    let mut split = in_a_worker(small());
+    worker::set_workers(1);
+    let (got, _) = worker_frames_to(&mut split, 30);
+    assert_eq!(got, expected);
+}
+
 #[test]
 fn a_split_run_takes_hand_edits_and_a_new_learning_rate() {
     let mut page = on_the_page(rings_spec(1e-2));
