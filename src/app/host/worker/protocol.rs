@@ -152,48 +152,49 @@ impl WorkerSpec {
     }
 }
 
-/// A message on the wire: its fields, and parameters beside them.
-#[derive(Clone, Debug, PartialEq)]
+/// A message on the wire: its fields, and numbers beside them (a typed
+/// array each in the browser): float64 ones (the page's parameters, a
+/// helper's losses) and float32 ones (what a helper and its lead exchange
+/// every step, the trainer's own precision, in half the bytes).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Wire {
     pub json: Value,
     pub params: Option<Vec<f64>>,
+    pub floats: Option<Vec<f32>>,
 }
 
 impl ToWorker {
     pub fn to_wire(&self) -> Wire {
-        let (json, params) = match self {
-            Self::Start(s) => (
+        let fields = |json: Value| Wire {
+            json,
+            ..Wire::default()
+        };
+        match self {
+            Self::Start(s) => fields(
                 json!({"kind": "start", "model": s.model, "target": s.target, "batch": s.batch,
                        "learning_rate": s.learning_rate, "seed": s.seed.to_string(),
                        "reverse_kl": s.reverse_kl, "fixed_centre": s.fixed_centre,
                        "helpers": s.helpers}),
-                None,
             ),
             Self::Train { until, base } => {
-                (json!({"kind": "train", "until": until, "base": base}), None)
+                fields(json!({"kind": "train", "until": until, "base": base}))
             }
-            Self::SetLearningRate(lr) => (json!({"kind": "learning_rate", "value": lr}), None),
-            Self::SetModel { generation, params } => (
-                json!({"kind": "set_model", "generation": generation}),
-                Some(params.clone()),
-            ),
-            // the numbers: the parameters, then the batch (float32 values,
-            // exact as float64)
-            Self::Parts(job) => (
-                json!({"kind": "parts", "step": job.step, "first": job.parts.start,
-                       "end": job.parts.end, "n_params": job.params.len()}),
-                Some(
-                    job.params
-                        .iter()
-                        .chain(&job.batch)
-                        .map(|&v| v as f64)
-                        .collect(),
-                ),
-            ),
-            Self::PartsDone(done) => (json!({"kind": "parts_done"}), Some(done.numbers())),
-            Self::HelperFailed(why) => (json!({"kind": "helper_failed", "message": why}), None),
-        };
-        Wire { json, params }
+            Self::SetLearningRate(lr) => fields(json!({"kind": "learning_rate", "value": lr})),
+            Self::SetModel { generation, params } => Wire {
+                json: json!({"kind": "set_model", "generation": generation}),
+                params: Some(params.clone()),
+                floats: None,
+            },
+            // the float32 numbers: the parameters, then the batch
+            Self::Parts(job) => Wire {
+                json: json!({"kind": "parts", "step": job.step, "first": job.parts.start,
+                             "end": job.parts.end, "n_params": job.params.len()}),
+                params: None,
+                floats: Some([job.params.as_slice(), &job.batch].concat()),
+            },
+            Self::PartsDone(done) => done.to_wire(),
+            Self::HelperFailed(why) => fields(json!({"kind": "helper_failed", "message": why})),
+        }
     }
 
     pub fn from_wire(wire: Wire) -> Result<Self, String> {
@@ -226,7 +227,7 @@ impl ToWorker {
                 params: wire.params.ok_or("set_model: no parameters")?,
             },
             "parts" => {
-                let numbers = wire.params.ok_or("parts: no numbers")?;
+                let numbers = wire.floats.ok_or("parts: no numbers")?;
                 let n_params = count(v, "n_params")?;
                 if numbers.len() < n_params {
                     return Err("parts: fewer numbers than parameters".into());
@@ -235,13 +236,11 @@ impl ToWorker {
                 Self::Parts(PartsJob {
                     step: count(v, "step")? as u64,
                     parts: count(v, "first")?..count(v, "end")?,
-                    params: params.iter().map(|&p| p as f32).collect(),
-                    batch: batch.iter().map(|&x| x as f32).collect(),
+                    params: params.to_vec(),
+                    batch: batch.to_vec(),
                 })
             }
-            "parts_done" => Self::PartsDone(PartsDone::from_numbers(
-                &wire.params.ok_or("parts_done: no numbers")?,
-            )?),
+            "parts_done" => Self::PartsDone(PartsDone::from_wire(wire)?),
             "helper_failed" => Self::HelperFailed(message(v)),
             other => return Err(format!("unknown message '{other}'")),
         })
@@ -256,15 +255,13 @@ impl FromWorker {
                              "generation": t.generation, "error": t.error, "seconds": t.seconds,
                              "helpers": t.helpers}),
                 params: t.params.clone(),
+                floats: None,
             },
             Self::Failed(why) => Wire {
                 json: json!({"kind": "failed", "message": why}),
-                params: None,
+                ..Wire::default()
             },
-            Self::PartsDone(done) => Wire {
-                json: json!({"kind": "parts_done"}),
-                params: Some(done.numbers()),
-            },
+            Self::PartsDone(done) => done.to_wire(),
         }
     }
 
@@ -288,44 +285,43 @@ impl FromWorker {
                 helpers: v.get("helpers").and_then(Value::as_u64).map(|h| h as usize),
             }),
             "failed" => Self::Failed(message(v)),
-            "parts_done" => Self::PartsDone(PartsDone::from_numbers(
-                &wire.params.ok_or("parts_done: no numbers")?,
-            )?),
+            "parts_done" => Self::PartsDone(PartsDone::from_wire(wire)?),
             other => return Err(format!("unknown message '{other}'")),
         })
     }
 }
 
 impl PartsDone {
-    /// Its wire form, all numbers (so a loss that is not finite crosses as
-    /// it is): the step, the first part, the count, the losses, the gradients.
-    fn numbers(&self) -> Vec<f64> {
-        let head = [
-            self.step as f64,
-            self.first as f64,
-            self.losses.len() as f64,
-        ];
-        head.into_iter()
-            .chain(self.losses.iter().copied())
-            .chain(self.grads.iter().map(|&g| g as f64))
-            .collect()
+    /// Its wire form, the same from a helper and to its lead: the step, the
+    /// first part and the losses as float64 numbers (so a loss that is not
+    /// finite crosses as it is), the gradients as float32 ones.
+    fn to_wire(&self) -> Wire {
+        let head = [self.step as f64, self.first as f64];
+        Wire {
+            json: json!({"kind": "parts_done"}),
+            params: Some(
+                head.into_iter()
+                    .chain(self.losses.iter().copied())
+                    .collect(),
+            ),
+            floats: Some(self.grads.clone()),
+        }
     }
 
-    fn from_numbers(numbers: &[f64]) -> Result<Self, String> {
+    fn from_wire(wire: Wire) -> Result<Self, String> {
+        let numbers = wire.params.ok_or("parts_done: no numbers")?;
         let whole = |x: f64| (x >= 0.0 && x.fract() == 0.0).then_some(x);
-        let head: Option<Vec<f64>> = numbers.iter().take(3).map(|&x| whole(x)).collect();
-        let [step, first, count] = head.as_deref().unwrap_or_default() else {
-            return Err("parts_done: no step, first part and count".into());
+        let (Some(step), Some(first)) = (
+            numbers.first().copied().and_then(whole),
+            numbers.get(1).copied().and_then(whole),
+        ) else {
+            return Err("parts_done: no step and first part".into());
         };
-        let count = *count as usize;
-        let losses = numbers
-            .get(3..3 + count)
-            .ok_or("parts_done: missing losses")?;
         Ok(Self {
-            step: *step as u64,
-            first: *first as usize,
-            losses: losses.to_vec(),
-            grads: numbers[3 + count..].iter().map(|&g| g as f32).collect(),
+            step: step as u64,
+            first: first as usize,
+            losses: numbers[2..].to_vec(),
+            grads: wire.floats.ok_or("parts_done: no gradients")?,
         })
     }
 }

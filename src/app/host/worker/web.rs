@@ -178,6 +178,13 @@ fn wire_to_js(wire: &Wire) -> JsValue {
             &js_sys::Float64Array::from(params.as_slice()),
         );
     }
+    if let Some(floats) = &wire.floats {
+        let _ = js_sys::Reflect::set(
+            &object,
+            &"floats".into(),
+            &js_sys::Float32Array::from(floats.as_slice()),
+        );
+    }
     object.into()
 }
 
@@ -191,7 +198,15 @@ fn wire_from_js(value: &JsValue) -> Result<Wire, String> {
         .ok()
         .and_then(|p| p.dyn_into::<js_sys::Float64Array>().ok())
         .map(|p| p.to_vec());
-    Ok(Wire { json, params })
+    let floats = js_sys::Reflect::get(value, &"floats".into())
+        .ok()
+        .and_then(|p| p.dyn_into::<js_sys::Float32Array>().ok())
+        .map(|p| p.to_vec());
+    Ok(Wire {
+        json,
+        params,
+        floats,
+    })
 }
 
 /// Whether this program runs in a worker (it has no window to draw in).
