@@ -142,6 +142,9 @@ fn a_link_splits_the_labs_steps_over_several_workers() {
             .lab()
             .is_some_and(|lab| lab.runs.iter().all(|r| r.ess.len() >= 2))
     });
+    // the address keeps the link's choice, so a reload splits again
+    let address = h.state().query(&h.ctx);
+    assert!(address.contains("workers=3"), "{address}");
     let lab = h.state().lab().expect("the lab");
     for run in &lab.runs {
         assert!(run.stopped.is_none(), "{:?}", run.stopped);

@@ -391,7 +391,7 @@ impl PlaygroundApp {
     }
 
     /// The page's address: the run on screen (the playground's or the lab's
-    /// settings) and the appearance.
+    /// settings), the workers a link chose and the appearance.
     pub fn query(&self, ctx: &egui::Context) -> String {
         let page = match (self.page, &self.lab) {
             (Page::Phi4Lab, Some(lab)) => lab.query(),
@@ -401,8 +401,10 @@ impl PlaygroundApp {
             Some(open) => format!("&{}={}", query::LESSON_KEY, open.lesson.id),
             None => String::new(),
         };
+        let workers = host::worker::workers_chosen()
+            .map_or(String::new(), |n| format!("&{}={n}", query::WORKERS_KEY));
         format!(
-            "{page}{lesson}{}{}",
+            "{page}{lesson}{workers}{}{}",
             self.classroom.to_query(),
             Appearance::of(ctx).to_query()
         )

@@ -62,6 +62,12 @@ pub fn set_workers(workers: usize) {
     HELPERS.with(|h| h.set(Some(workers.clamp(1, MAX_WORKERS) - 1)));
 }
 
+/// The workers a link (or a test) chose to split steps over, if one did:
+/// the page's address keeps that choice.
+pub fn workers_chosen() -> Option<usize> {
+    HELPERS.with(Cell::get).map(|h| h + 1)
+}
+
 /// The further workers a new worker splits its steps with.
 pub fn helpers() -> usize {
     HELPERS.with(Cell::get).unwrap_or_else(default_helpers)
