@@ -10,7 +10,7 @@ use crate::gpu::GpuError;
 use crate::rng::Rng;
 use crate::target::Target;
 use crate::train::SetupError;
-use crate::train::{Loss, TrainError, TrainSettings};
+use crate::train::{TrainError, TrainSettings};
 
 /// Adam's state and the batch stream of one GPU training run.
 pub struct GpuOptimizer {
@@ -89,19 +89,10 @@ impl GpuOptimizer {
     /// The next batch: target samples (forward KL) or latent normals (reverse
     /// KL), drawn as the CPU trainer draws them.
     fn draw_batch(&mut self) -> Vec<f32> {
-        let b = self.settings.batch;
-        match self.settings.loss {
-            Loss::ForwardKl => self
-                .target
-                .sample(b, &mut self.rng)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|v| v as f32)
-                .collect(),
-            Loss::ReverseKl => (0..b * self.dim)
-                .map(|_| self.rng.normal() as f32)
-                .collect(),
-        }
+        crate::train::draw_batch(&self.target, &self.settings, &mut self.rng)
+            .into_iter()
+            .map(|v| v as f32)
+            .collect()
     }
 
     /// Records a copy of the parameters and moments into the backup.

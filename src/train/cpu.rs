@@ -84,18 +84,10 @@ impl<T: Real> CpuTrainer<T> {
     /// A step's batch: samples of the target (forward KL) or of N(0, I)
     /// (reverse KL), drawn from the trainer's own generator.
     pub fn draw_batch(&mut self) -> Vec<T> {
-        let d = self.target.dim();
-        let b = self.settings.batch;
-        match self.settings.loss {
-            Loss::ForwardKl => self
-                .target
-                .sample(b, &mut self.rng)
-                .unwrap_or_default()
-                .into_iter()
-                .map(T::c)
-                .collect(),
-            Loss::ReverseKl => (0..b * d).map(|_| T::c(self.rng.normal())).collect(),
-        }
+        super::draw_batch(&self.target, &self.settings, &mut self.rng)
+            .into_iter()
+            .map(T::c)
+            .collect()
     }
 
     /// How many fixed parts `batch` is split into (see [`crate::parallel`]).

@@ -11,4 +11,6 @@ pub mod watch;
 
 pub use adam::Adam;
 pub use cpu::CpuTrainer;
-pub use objective::{Loss, SetupError, TrainError, TrainSettings, Trainer, default_threads};
+pub use objective::{
+    Loss, SetupError, TrainError, TrainSettings, Trainer, default_threads, draw_batch,
+};

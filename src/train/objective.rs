@@ -3,6 +3,7 @@
 //! the CPU trainer and the GPU trainers share.
 
 use crate::flow::FlowModel;
+use crate::rng::Rng;
 use crate::target::{Target, TargetKind};
 
 /// Which divergence is minimized.
@@ -110,6 +111,17 @@ pub struct TrainSettings {
     pub loss: Loss,
     /// Worker threads (1 in the browser).
     pub threads: usize,
+}
+
+/// A step's batch, as every trainer draws it from its generator: `batch`
+/// samples of the target (forward KL) or as many points of N(0, I) (reverse
+/// KL), one row after another.
+pub fn draw_batch(target: &Target, settings: &TrainSettings, rng: &mut Rng) -> Vec<f64> {
+    let b = settings.batch;
+    match settings.loss {
+        Loss::ForwardKl => target.sample(b, rng).unwrap_or_default(),
+        Loss::ReverseKl => (0..b * target.dim()).map(|_| rng.normal()).collect(),
+    }
 }
 
 /// Threads the CPU trainer uses by default: all cores (none in the browser).
