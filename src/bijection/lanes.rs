@@ -30,6 +30,16 @@ pub const LANES: usize = 8;
 /// One value per lane.
 type Lanes<T> = [T; LANES];
 
+/// `layer(lane)` for every lane, when each lane has one (a packed layer
+/// takes every lane's layer of one family).
+fn column<L: Copy>(layer: impl Fn(usize) -> Option<L>) -> Option<Lanes<L>> {
+    let mut layers = [layer(0)?; LANES];
+    for (i, slot) in layers.iter_mut().enumerate().skip(1) {
+        *slot = layer(i)?;
+    }
+    Some(layers)
+}
+
 /// Raw parameters of one cubic layer.
 const CUBIC_RAW: usize = 4;
 
@@ -529,46 +539,23 @@ impl<T: Real> PackedStack<T> {
         }
         let chain = |i: usize| built[i.min(built.len() - 1)].as_ref();
         for k in 0..first.as_ref().len() {
-            let layer = match chain(0).get(k) {
-                Some(Scalar::Cubic(_)) => {
-                    let mut column = [None; LANES];
-                    for (i, slot) in column.iter_mut().enumerate() {
-                        if let Some(Scalar::Cubic(c)) = chain(i).get(k) {
-                            *slot = Some(*c);
-                        }
-                    }
-                    column.iter().all(Option::is_some).then(|| {
-                        LayerLanes::Cubic(CubicLanes::new(
-                            column.map(|c| c.unwrap_or_else(|| unreachable!("every lane checked"))),
-                        ))
-                    })
-                }
-                Some(Scalar::Affine(_)) => {
-                    let mut column = [None; LANES];
-                    for (i, slot) in column.iter_mut().enumerate() {
-                        if let Some(Scalar::Affine(a)) = chain(i).get(k) {
-                            *slot = Some(*a);
-                        }
-                    }
-                    column.iter().all(Option::is_some).then(|| {
-                        LayerLanes::Affine(AffineLanes::new(
-                            column.map(|a| a.unwrap_or_else(|| unreachable!("every lane checked"))),
-                        ))
-                    })
-                }
-                Some(Scalar::CubicRational(_)) => {
-                    let mut column = [None; LANES];
-                    for (i, slot) in column.iter_mut().enumerate() {
-                        if let Some(Scalar::CubicRational(c)) = chain(i).get(k) {
-                            *slot = Some(*c);
-                        }
-                    }
-                    column.iter().all(Option::is_some).then(|| {
-                        LayerLanes::Rational(RationalLanes::new(
-                            column.map(|c| c.unwrap_or_else(|| unreachable!("every lane checked"))),
-                        ))
-                    })
-                }
+            let at = |i: usize| chain(i).get(k);
+            let layer = match at(0) {
+                Some(Scalar::Cubic(_)) => column(|i| match at(i) {
+                    Some(Scalar::Cubic(c)) => Some(*c),
+                    _ => None,
+                })
+                .map(|c| LayerLanes::Cubic(CubicLanes::new(c))),
+                Some(Scalar::Affine(_)) => column(|i| match at(i) {
+                    Some(Scalar::Affine(a)) => Some(*a),
+                    _ => None,
+                })
+                .map(|a| LayerLanes::Affine(AffineLanes::new(a))),
+                Some(Scalar::CubicRational(_)) => column(|i| match at(i) {
+                    Some(Scalar::CubicRational(c)) => Some(*c),
+                    _ => None,
+                })
+                .map(|c| LayerLanes::Rational(RationalLanes::new(c))),
                 _ => None,
             };
             match layer {
