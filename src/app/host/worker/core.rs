@@ -47,6 +47,18 @@ struct Stretch {
     checkpoint: bool,
 }
 
+impl Stretch {
+    /// A stretch starting now.
+    fn new() -> Self {
+        Self {
+            start: Instant::now(),
+            losses: Vec::new(),
+            error: None,
+            checkpoint: false,
+        }
+    }
+}
+
 /// A trainer and what the page last asked of it.
 #[derive(Default)]
 pub struct WorkerCore {
@@ -234,12 +246,7 @@ impl WorkerCore {
         let Some(trainer) = self.trainer.as_ref() else {
             return;
         };
-        let stretch = self.stretch.get_or_insert_with(|| Stretch {
-            start: Instant::now(),
-            losses: Vec::new(),
-            error: None,
-            checkpoint: false,
-        });
+        let stretch = self.stretch.get_or_insert_with(Stretch::new);
         match result {
             Ok(loss) => stretch.losses.push(loss),
             Err(e) => {
@@ -292,14 +299,8 @@ impl WorkerCore {
         let Some(trainer) = self.trainer.as_mut() else {
             return;
         };
-        if self.stretch.is_none() {
-            self.stretch = Some(Stretch {
-                start: Instant::now(),
-                losses: Vec::new(),
-                error: None,
-                checkpoint: false,
-            });
-        }
+        // the stretch's time counts from the first split step's start
+        self.stretch.get_or_insert_with(Stretch::new);
         let batch = trainer.draw_batch();
         let parts = trainer.part_count(&batch);
         let workers = self.helpers.len() + 1;
