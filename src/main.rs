@@ -7,6 +7,7 @@ fn main() -> eframe::Result {
         viewport: eframe::egui::ViewportBuilder::default()
             .with_title("Flow Playground")
             .with_inner_size([1280.0, 800.0]),
+        wgpu_options: flowplay::app::devices::wgpu_options(),
         ..Default::default()
     };
     eframe::run_native(
@@ -68,7 +69,10 @@ fn main() {
         let started = eframe::WebRunner::new()
             .start(
                 canvas,
-                eframe::WebOptions::default(),
+                eframe::WebOptions {
+                    wgpu_options: flowplay::app::devices::wgpu_options(),
+                    ..Default::default()
+                },
                 Box::new(|cc| Ok(Box::new(flowplay::app::PlaygroundApp::new(cc)))),
             )
             .await;

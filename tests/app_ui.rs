@@ -75,6 +75,58 @@ fn an_emulated_gpu_is_offered_not_chosen() {
     assert!(h.state().query(&h.ctx).contains("gpu=on"));
 }
 
+/// The app trains on the very device it renders with (the harness's
+/// lavapipe device): drawing and training side by side on it raise no error,
+/// and when that device is lost the run moves to the CPU from where it was.
+#[test]
+fn the_playground_trains_on_the_device_it_draws_with() {
+    use std::sync::{Arc, Mutex};
+    let render: Arc<Mutex<Option<eframe::wgpu::Device>>> = Arc::default();
+    let seen = Arc::clone(&render);
+    let mut h = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .wgpu()
+        .build_eframe(move |cc| {
+            let mut app = PlaygroundApp::with_settings(small("rings", FlowKind::Radial))
+                .with_train_budget(BUDGET);
+            app.use_render_device(cc.wgpu_render_state.as_ref());
+            app.choose_gpu(true);
+            let state = cc
+                .wgpu_render_state
+                .as_ref()
+                .expect("kittest renders with wgpu");
+            *seen.lock().unwrap() = Some(state.device.clone());
+            app
+        });
+    h.run_steps(3);
+    h.get_by_label("Play").click();
+    train_with_redraws(&mut h, 3);
+    let session = h.state().playground().session().unwrap();
+    assert!(session.on_gpu(), "backend: {}", session.device());
+    let before = session.steps_done();
+    assert!(before > 20, "only {before} steps");
+    assert_eq!(session.gpu_context().unwrap().error(), None);
+    screenshot(&mut h, "app-one-device");
+    // the device the harness draws with goes: so does the one training
+    let drawn_with = render.lock().unwrap().clone().expect("the render device");
+    drawn_with.destroy();
+    h.run_steps(5);
+    let session = h.state().playground().session().unwrap();
+    assert!(
+        !session.on_gpu(),
+        "still on the lost GPU: {}",
+        session.device()
+    );
+    let resumed = session.steps_done();
+    assert!(
+        resumed > 0 && resumed <= before + 80,
+        "resumed at {resumed}"
+    );
+    h.get_by_label_contains("The GPU device was lost");
+    h.run_steps(10);
+    assert!(steps(&h) > resumed, "training stopped on the CPU");
+}
+
 /// Runs `rounds` batches of frames with pauses between them, so the views
 /// (and the metrics with them), which redraw on a clock, are redrawn.
 fn train_with_redraws(h: &mut Harness<'static, PlaygroundApp>, rounds: usize) {

@@ -1,12 +1,65 @@
-//! The page's compute devices, shared by both pages: the GPU, looked for once
-//! when the app starts (a browser answers a moment later) and again on
-//! request, and the CPU threads runs train with.
+//! The page's compute devices, shared by both pages: the GPU, which is the
+//! device the app renders with where that one runs compute shaders (else one
+//! looked for when the app starts, a browser answering a moment later, and
+//! again on request), and the CPU threads runs train with.
 
 use super::host::{CpuReason, GpuOffer};
 use super::web::spawn;
 use crate::gpu::GpuContext;
+use crate::gpu::context::compute_limits;
+use eframe::egui_wgpu::{RenderState, WgpuConfiguration, WgpuSetup};
+use eframe::wgpu;
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Arc;
+
+/// eframe's wgpu settings with a device the training kernels can use too:
+/// egui's own limits (a 8192-pixel texture for 4k screens), with the storage
+/// buffer sizes the adapter allows (large batches need them). A WebGL
+/// fallback keeps egui's WebGL limits: it runs no compute shaders.
+pub fn wgpu_options() -> WgpuConfiguration {
+    let mut options = WgpuConfiguration::default();
+    if let WgpuSetup::CreateNew(create) = &mut options.wgpu_setup {
+        create.device_descriptor = Arc::new(|adapter| {
+            let limits = if adapter.get_info().backend == wgpu::Backend::Gl {
+                wgpu::Limits {
+                    max_texture_dimension_2d: 8192,
+                    ..wgpu::Limits::downlevel_webgl2_defaults()
+                }
+            } else {
+                let base = wgpu::Limits {
+                    max_texture_dimension_2d: 8192,
+                    ..wgpu::Limits::default()
+                };
+                compute_limits(&adapter.limits(), base)
+            };
+            wgpu::DeviceDescriptor {
+                label: Some("flowplay: views and training"),
+                required_limits: limits,
+                ..Default::default()
+            }
+        });
+    }
+    options
+}
+
+/// The GPU context of the device eframe renders with, when it can train:
+/// not WebGL's (no compute shaders), and with at least the limits the kernels
+/// ask of a device of their own (larger batches check their buffers' sizes
+/// against the device's when they start).
+pub fn render_compute_context(render: &RenderState) -> Option<GpuContext> {
+    let info = render.adapter.get_info();
+    let needed = wgpu::Limits::downlevel_defaults();
+    let computes = info.backend != wgpu::Backend::Gl
+        && render
+            .adapter
+            .get_downlevel_capabilities()
+            .flags
+            .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS);
+    let fits = needed.check_limits(&render.device.limits());
+    (computes && fits)
+        .then(|| GpuContext::from_device(&info, render.device.clone(), render.queue.clone()))
+}
 
 /// Whether the app has a GPU to train on.
 pub enum GpuStatus {
@@ -44,6 +97,15 @@ impl Devices {
             };
             *slot.borrow_mut() = status;
         });
+    }
+
+    /// Trains on the device the app renders with where it can (so what the
+    /// kernels write can be drawn where it lies); otherwise looks for one.
+    pub fn use_render_device(&self, render: Option<&RenderState>) {
+        match render.and_then(render_compute_context) {
+            Some(ctx) => *self.gpu.borrow_mut() = GpuStatus::Ready(ctx),
+            None => self.find(),
+        }
     }
 
     /// The GPU found, if any.

@@ -72,7 +72,7 @@ pub struct PlaygroundApp {
 
 impl PlaygroundApp {
     /// The app as the page's address describes it (natively: the defaults),
-    /// looking for a GPU to train on.
+    /// training on the GPU it renders with where that one computes.
     pub fn new(cc: &eframe::CreationContext<'_>) -> Self {
         let query = web::page_query();
         let appearance = Appearance::from_query(&query);
@@ -83,7 +83,7 @@ impl PlaygroundApp {
             cc.egui_ctx.set_zoom_factor(zoom);
         }
         let devices = Devices::default();
-        devices.find();
+        devices.use_render_device(cc.wgpu_render_state.as_ref());
         Self::from_query(&query, devices)
     }
 
@@ -192,6 +192,13 @@ impl PlaygroundApp {
     /// later and a run that has not started moves there).
     pub fn find_gpu(&mut self) {
         self.devices.find();
+    }
+
+    /// Trains on the device eframe renders with (`cc.wgpu_render_state`)
+    /// where it runs compute shaders, else on a GPU looked for as
+    /// [`Self::find_gpu`] does.
+    pub fn use_render_device(&mut self, render: Option<&eframe::egui_wgpu::RenderState>) {
+        self.devices.use_render_device(render);
     }
 
     /// Trains the playground on the GPU (`true`, an emulated one included)

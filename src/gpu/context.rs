@@ -26,6 +26,18 @@ fn adapter_label(info: &wgpu::AdapterInfo) -> String {
     }
 }
 
+/// `base` with the storage sizes the kernels want raised to what the adapter
+/// offers. The defaults cap a storage buffer at 128 MB; a real GPU allows far
+/// more, and large batches need it (measured on an H200: batch 65536 of a
+/// radial flow needs 449 MB of per-sample gradients).
+pub fn compute_limits(offered: &wgpu::Limits, base: wgpu::Limits) -> wgpu::Limits {
+    wgpu::Limits {
+        max_storage_buffer_binding_size: offered.max_storage_buffer_binding_size,
+        max_buffer_size: offered.max_buffer_size,
+        ..base
+    }
+}
+
 /// An adapter, its device and queue. Clones share the device (and its error slot).
 #[derive(Clone)]
 pub struct GpuContext {
@@ -66,19 +78,13 @@ impl GpuContext {
                 reason: e.to_string(),
             })?;
         let info = adapter.get_info();
-        // The defaults cap a storage buffer at 128 MB; a real GPU allows far
-        // more, and large batches need it (measured on an H200: batch 65536 of
-        // a radial flow needs 449 MB of per-sample gradients).
-        let offered = adapter.limits();
-        let required_limits = wgpu::Limits {
-            max_storage_buffer_binding_size: offered.max_storage_buffer_binding_size,
-            max_buffer_size: offered.max_buffer_size,
-            ..wgpu::Limits::downlevel_defaults().using_resolution(offered)
-        };
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("flowplay"),
-                required_limits,
+                required_limits: compute_limits(
+                    &adapter.limits(),
+                    wgpu::Limits::downlevel_defaults().using_resolution(adapter.limits()),
+                ),
                 ..Default::default()
             })
             .await
@@ -86,6 +92,14 @@ impl GpuContext {
                 adapter: info.name.clone(),
                 reason: e.to_string(),
             })?;
+        Ok(Self::from_device(&info, device, queue))
+    }
+
+    /// The context of a device opened elsewhere (the one the app renders
+    /// with), which must allow the kernels' limits ([`compute_limits`]). Its
+    /// errors and its loss are reported here from now on, instead of wgpu's
+    /// default of panicking.
+    pub fn from_device(info: &wgpu::AdapterInfo, device: wgpu::Device, queue: wgpu::Queue) -> Self {
         let error: Arc<Mutex<Option<String>>> = Arc::default();
         let slot = Arc::clone(&error);
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
@@ -105,15 +119,15 @@ impl GpuContext {
                 lost.get_or_insert(why);
             }
         });
-        Ok(Self {
-            adapter_name: adapter_label(&info),
+        Self {
+            adapter_name: adapter_label(info),
             backend: format!("{:?}", info.backend),
             software: info.device_type == wgpu::DeviceType::Cpu,
             device,
             queue,
             error,
             lost,
-        })
+        }
     }
 
     /// Why the device was lost, if it was: nothing more can run on it.
