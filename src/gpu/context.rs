@@ -1,6 +1,7 @@
 //! A wgpu device for compute work, and the small helpers kernels share.
 
 use crate::gpu::GpuError;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -55,6 +56,8 @@ pub struct GpuContext {
     /// Why the device was lost, once it is (a driver reset, a browser
     /// reclaiming the GPU, `destroy`).
     lost: Arc<Mutex<Option<String>>>,
+    /// Bytes copied back to the CPU so far (the views' traffic is measured by it).
+    read_back: Arc<AtomicU64>,
 }
 
 impl GpuContext {
@@ -127,7 +130,18 @@ impl GpuContext {
             queue,
             error,
             lost,
+            read_back: Arc::default(),
         }
+    }
+
+    /// Whether `other` is this context or a clone of it (the same device).
+    pub fn same_device(&self, other: &GpuContext) -> bool {
+        Arc::ptr_eq(&self.error, &other.error)
+    }
+
+    /// How many bytes have been copied back from the device to the CPU.
+    pub fn bytes_read_back(&self) -> u64 {
+        self.read_back.load(Ordering::Relaxed)
     }
 
     /// Why the device was lost, if it was: nothing more can run on it.
@@ -307,6 +321,7 @@ impl GpuContext {
         if let Some(why) = self.lost() {
             return Err(GpuError::Device(format!("the GPU device was lost ({why})")));
         }
+        self.read_back.fetch_add(size, Ordering::Relaxed);
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("read back"),
             size,

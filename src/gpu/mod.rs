@@ -7,6 +7,7 @@
 pub mod context;
 pub mod coupling;
 pub mod error;
+pub mod heatmap;
 pub mod lattice;
 pub mod optimizer;
 pub mod plan;
