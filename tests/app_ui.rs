@@ -103,11 +103,26 @@ fn the_playground_trains_on_the_device_it_draws_with() {
     train_with_redraws(&mut h, 3);
     let session = h.state().playground().session().unwrap();
     assert!(session.on_gpu(), "backend: {}", session.device());
-    let before = session.steps_done();
-    assert!(before > 20, "only {before} steps");
-    assert_eq!(session.gpu_context().unwrap().error(), None);
+    let trained = session.steps_done();
+    assert!(trained > 20, "only {trained} steps");
+    let ctx = session.gpu_context().unwrap().clone();
+    assert_eq!(ctx.error(), None);
+    // the density view is the GPU's heat map, at least 512 texels a side
+    let heatmap = session.heatmap().expect("a GPU heat map");
+    assert!(heatmap.side() >= 512, "{} texels", heatmap.side());
+    assert!(heatmap.texture_id().is_some(), "never drawn");
+    assert!(session.picture.peak.is_some(), "no peak for the colour bar");
+    // what crosses back to the CPU a frame while training: the losses,
+    // samples and grid lines, never the density (512 x 512 floats = 1 MB),
+    // and the density on the metrics' grid only now and then
+    let (bytes, frames) = (ctx.bytes_read_back(), 30);
+    h.run_steps(frames);
+    let per_frame = (ctx.bytes_read_back() - bytes) / frames as u64;
+    println!("read back while training with the GPU heat map: {per_frame} bytes a frame");
+    assert!(per_frame < 512 * 512, "{per_frame} bytes a frame");
     screenshot(&mut h, "app-one-device");
     // the device the harness draws with goes: so does the one training
+    let before = steps(&h);
     let drawn_with = render.lock().unwrap().clone().expect("the render device");
     drawn_with.destroy();
     h.run_steps(5);

@@ -72,6 +72,8 @@ pub enum GpuStatus {
 #[derive(Clone)]
 pub struct Devices {
     gpu: Rc<RefCell<GpuStatus>>,
+    /// eframe's renderer, while the GPU is the device it renders with
+    render: Rc<RefCell<Option<RenderState>>>,
     /// threads of the CPU trainer (1 in a browser)
     pub cpu_threads: usize,
 }
@@ -80,6 +82,7 @@ impl Default for Devices {
     fn default() -> Self {
         Self {
             gpu: Rc::new(RefCell::new(GpuStatus::Starting)),
+            render: Rc::default(),
             cpu_threads: crate::train::default_threads(),
         }
     }
@@ -89,6 +92,7 @@ impl Devices {
     /// Looks for a GPU (natively at once; in a browser the answer arrives later).
     pub fn find(&self) {
         *self.gpu.borrow_mut() = GpuStatus::Starting;
+        *self.render.borrow_mut() = None;
         let slot = Rc::clone(&self.gpu);
         spawn(async move {
             let status = match GpuContext::new().await {
@@ -102,10 +106,20 @@ impl Devices {
     /// Trains on the device the app renders with where it can (so what the
     /// kernels write can be drawn where it lies); otherwise looks for one.
     pub fn use_render_device(&self, render: Option<&RenderState>) {
-        match render.and_then(render_compute_context) {
-            Some(ctx) => *self.gpu.borrow_mut() = GpuStatus::Ready(ctx),
+        match render.zip(render.and_then(render_compute_context)) {
+            Some((render, ctx)) => {
+                *self.gpu.borrow_mut() = GpuStatus::Ready(ctx);
+                *self.render.borrow_mut() = Some(render.clone());
+            }
             None => self.find(),
         }
+    }
+
+    /// eframe's renderer, when `ctx` is the device it renders with: what
+    /// the kernels write there can be drawn without leaving the GPU.
+    pub fn render_for(&self, ctx: &GpuContext) -> Option<RenderState> {
+        let shared = self.context().is_some_and(|own| own.same_device(ctx));
+        shared.then(|| self.render.borrow().clone()).flatten()
     }
 
     /// The GPU found, if any.
@@ -149,5 +163,6 @@ impl Devices {
     /// Marks the GPU as gone (its device was lost).
     pub fn lose(&self, why: String) {
         *self.gpu.borrow_mut() = GpuStatus::Unavailable(why);
+        *self.render.borrow_mut() = None;
     }
 }

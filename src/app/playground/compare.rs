@@ -612,7 +612,13 @@ fn small_multiples_ui(
             ui.vertical(|ui| {
                 ui.label(RichText::new(run.design.label()).strong());
                 let texture = run.texture.as_ref().map(|(_, t)| t);
-                model_ui(ui, texture, &run.session.picture, overlays, SIDE);
+                model_ui(
+                    ui,
+                    texture.map(|t| t.id()),
+                    &run.session.picture,
+                    overlays,
+                    SIDE,
+                );
             });
         }
     });

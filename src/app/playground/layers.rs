@@ -158,7 +158,13 @@ impl Playground {
                 ui.label(RichText::new(layers.caption()).strong());
                 let empty = Picture::default();
                 let picture = layers.picture().unwrap_or(&empty);
-                model_ui(ui, texture.as_ref(), picture, overlays, SIDE);
+                model_ui(
+                    ui,
+                    texture.as_ref().map(|t| t.id()),
+                    picture,
+                    overlays,
+                    SIDE,
+                );
                 ui.label(
                     "The density is exact for each k: log q_k(x) = log N(z) + log |det dz/dx| \
                      through those k maps alone. The grid and the samples (the same latent \

@@ -13,6 +13,7 @@ pub mod curves;
 pub mod drawing;
 pub mod explorer;
 pub mod files;
+pub mod gpu_heatmap;
 pub mod help;
 pub mod layers;
 pub mod model_io;
@@ -106,6 +107,9 @@ pub struct Playground {
     /// a lesson's run opened while the browser is still looking for a GPU:
     /// it plays once the answer is in (so it starts there), or at this time
     play_at: Option<Instant>,
+    /// the GPU could not draw the density view (said once; the CPU's picture
+    /// is drawn instead)
+    heatmap_failed: bool,
 }
 
 impl Playground {
@@ -131,6 +135,7 @@ impl Playground {
             gpu_choice: None,
             frames_per_second: 0.0,
             play_at: None,
+            heatmap_failed: false,
         };
         playground.reset();
         playground

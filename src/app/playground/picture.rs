@@ -13,6 +13,9 @@ use crate::gpu::GpuTrainer;
 use crate::rng::Rng;
 use crate::stats::log_normal;
 use glam::{DVec2, Vec2, vec2};
+use std::rc::Rc;
+
+use super::gpu_heatmap::ViewHeatmap;
 
 /// The square of data space the views show.
 pub const VIEW: (f64, f64) = (-4.0, 4.0);
@@ -35,6 +38,37 @@ pub struct Picture {
     pub scale: Option<Vec2>,
     /// the model drawn, and its step
     pub model: Option<(usize, FlowModel<f64>)>,
+    /// the largest log q of the GPU's heat map, where it draws the density
+    /// (the colour bar's top; else the largest of `log_q`)
+    pub peak: Option<f32>,
+}
+
+impl Picture {
+    /// The largest log q the density view shows, if any.
+    pub fn peak(&self) -> Option<f32> {
+        self.peak.or_else(|| {
+            self.log_q
+                .iter()
+                .copied()
+                .filter(|v| v.is_finite())
+                .reduce(f32::max)
+        })
+    }
+
+    /// Whether this is a light picture (samples and grid only; see
+    /// [`PictureJob::light`]).
+    pub fn is_light(&self) -> bool {
+        self.model.is_none() && self.n == 0
+    }
+
+    /// This light picture completed with `last`'s density, peak and model.
+    pub fn completed_by(mut self, last: &mut Picture) -> Picture {
+        self.log_q = std::mem::take(&mut last.log_q);
+        self.n = last.n;
+        self.model = last.model.take();
+        self.peak = last.peak;
+        self
+    }
 }
 
 /// Grid resolution of the density view per flow: coupling conditioners are
@@ -131,6 +165,7 @@ pub fn cpu_picture_at(model: FlowModel<f64>, step: usize, rng: &mut Rng, n: usiz
         center,
         scale: scales(geometry),
         model: Some((step, model)),
+        peak: None,
     }
 }
 
@@ -160,6 +195,7 @@ pub fn latent_picture(model: &FlowModel<f64>, rng: &mut Rng, n: usize) -> Pictur
         center,
         scale: scales(geometry),
         model: None,
+        peak: None,
     }
 }
 
@@ -184,22 +220,67 @@ pub fn latent_samples(rng: &mut Rng) -> Vec<f32> {
 pub struct PictureJob {
     /// the latent points of the samples
     pub latent: Vec<f32>,
+    /// the density view's heat map, where the trainer's device draws the page
+    pub heatmap: Option<Rc<ViewHeatmap>>,
+    /// a light job's radial geometry (the last full picture's); `None`: a
+    /// full job
+    pub light: Option<Option<(DVec2, DVec2)>>,
+}
+
+impl PictureJob {
+    /// Everything the views and the metrics need: the density on the
+    /// metrics' grid (read back), the model, samples and grid lines, and the
+    /// heat map when there is one.
+    pub fn full(latent: Vec<f32>, heatmap: Option<Rc<ViewHeatmap>>) -> Self {
+        Self {
+            latent,
+            heatmap,
+            light: None,
+        }
+    }
+
+    /// The heat map (drawn where it lies), samples and grid lines only: the
+    /// density and the model stay those of `last`, whose radial frame the
+    /// grid follows. Between full pictures while training on the page's own
+    /// device.
+    pub fn light(latent: Vec<f32>, heatmap: Rc<ViewHeatmap>, last: &Picture) -> Self {
+        let geometry = last.model.as_ref().and_then(|(_, m)| radial_geometry(m));
+        Self {
+            latent,
+            heatmap: Some(heatmap),
+            light: Some(geometry),
+        }
+    }
 }
 
 impl GpuJob for PictureJob {
     type Output = Picture;
 
-    /// The views' data from the GPU kernels: log q on the grid, samples and
-    /// the deformed grid through `x_from_z`.
+    /// The views' data from the GPU kernels: the heat map drawn on the
+    /// device; for a full job log q on the metrics' grid and the model read
+    /// back; samples and the deformed grid through `x_from_z`.
     async fn run(self, trainer: &mut GpuTrainer, step: usize) -> Result<Picture, String> {
-        let n = 96;
-        let points: Vec<f32> = grid_points(n).into_iter().map(|v| v as f32).collect();
-        let log_q = trainer.log_q_async(&points).await?;
+        if let Some(heatmap) = &self.heatmap {
+            heatmap.draw(trainer)?;
+        }
+        let (log_q, n, peak, model, geometry) = match self.light {
+            Some(geometry) => (Vec::new(), 0, None, None, geometry),
+            None => {
+                let n = 96;
+                let points: Vec<f32> = grid_points(n).into_iter().map(|v| v as f32).collect();
+                let log_q = trainer.log_q_async(&points).await?;
+                let peak = match &self.heatmap {
+                    Some(heatmap) => Some(heatmap.peak_async().await?),
+                    None => None,
+                };
+                // the polar grid follows a radial flow's (trained) centre
+                let model = trainer.model_async().await;
+                let geometry = radial_geometry(&model);
+                (log_q, n, peak, Some((step, model)), geometry)
+            }
+        };
         let pushed = trainer.x_from_z_async(&self.latent).await?;
         let samples = pushed.chunks(3).map(|p| vec2(p[0], p[1])).collect();
-        // the polar grid follows a radial flow's (trained) centre
-        let model = trainer.model_async().await;
-        let geometry = radial_geometry(&model);
         let (lines, center) = grid_lines(geometry);
         let pushed_lines = trainer.x_from_z_async(&as_f32(&lines.points)).await?;
         let mut deformed = DeformedGrid::new(&lines, &pushed_lines);
@@ -219,7 +300,8 @@ impl GpuJob for PictureJob {
             lines: drawn(&deformed),
             center,
             scale: scales(geometry),
-            model: Some((step, model)),
+            model,
+            peak,
         })
     }
 }

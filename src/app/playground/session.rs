@@ -2,6 +2,7 @@
 //! through the [`TrainerHost`]), its loss history and metrics, and what the
 //! views draw, refreshed on a schedule so training keeps most of each frame.
 
+use super::gpu_heatmap::ViewHeatmap;
 use super::picture::{
     Picture, PictureJob, cpu_density, cpu_picture, grid_points, latent_samples, sharp_size,
 };
@@ -13,6 +14,7 @@ use crate::rng::Rng;
 use crate::target::{Target, TargetKind};
 use crate::train::metrics::{self, grid_kl};
 use crate::train::{Loss, TrainSettings};
+use std::rc::Rc;
 use web_time::{Duration, Instant};
 
 /// Whether the session trains on its own each frame.
@@ -42,6 +44,10 @@ pub struct Metrics {
 
 /// The metrics are measured at most this often while training.
 const METRICS_INTERVAL: Duration = Duration::from_millis(300);
+
+/// Where the GPU draws the heat map on the page's device, the density on
+/// the metrics' grid and the model come back this often while training.
+const FULL_PICTURE_INTERVAL: Duration = METRICS_INTERVAL;
 
 /// A playing run that makes no step for this long says so.
 const STALL: Duration = Duration::from_secs(5);
@@ -102,6 +108,11 @@ pub struct Session {
     pub last_step: Option<usize>,
     /// the target's log density on a grid of the views (its size, values)
     target_grid: Option<(usize, Vec<f64>)>,
+    /// the density view drawn on the GPU, where the run trains on the
+    /// device the page draws with
+    heatmap: Option<Rc<ViewHeatmap>>,
+    /// when the last full GPU picture was asked for
+    last_full: Option<Instant>,
 }
 
 /// How a run of `settings` on `target` trains.
@@ -167,6 +178,8 @@ impl Session {
             worker_playing: false,
             last_step: None,
             target_grid: None,
+            heatmap: None,
+            last_full: None,
         };
         let mut held_out_rng = Rng::seeded(session.settings.seed ^ 0x6865_6c64);
         if session.target.kind() == TargetKind::Samples {
@@ -256,12 +269,8 @@ impl Session {
         };
         if self.host.on_gpu() {
             // every GPU task while running draws the views; paused, when asked
-            let job = (!self.host.busy() && (running || self.picture_wanted)).then(|| {
-                self.picture_wanted = false;
-                PictureJob {
-                    latent: latent_samples(&mut self.rng),
-                }
-            });
+            let job = (!self.host.busy() && (running || self.picture_wanted))
+                .then(|| self.picture_job(running));
             let progress = self.host.frame(steps, budget, job);
             self.take(progress);
             return;
@@ -296,6 +305,42 @@ impl Session {
         } else if self.sharpen && !running {
             self.sharpen_picture();
         }
+    }
+
+    /// The next GPU task's picture: a light one (the heat map drawn where it
+    /// lies, samples and grid lines) while training with a heat map, a full
+    /// one (the density on the metrics' grid and the model read back as
+    /// well) every [`FULL_PICTURE_INTERVAL`] and whenever asked.
+    fn picture_job(&mut self, running: bool) -> PictureJob {
+        let latent = latent_samples(&mut self.rng);
+        let due = self
+            .last_full
+            .is_none_or(|t| t.elapsed() >= FULL_PICTURE_INTERVAL);
+        let light_ok = running && !self.picture_wanted && !due && self.picture.model.is_some();
+        self.picture_wanted = false;
+        match &self.heatmap {
+            Some(heatmap) if light_ok => {
+                PictureJob::light(latent, Rc::clone(heatmap), &self.picture)
+            }
+            _ => {
+                self.last_full = Some(Instant::now());
+                PictureJob::full(latent, self.heatmap.clone())
+            }
+        }
+    }
+
+    /// The density view's GPU heat map, if the run draws one.
+    pub fn heatmap(&self) -> Option<&Rc<ViewHeatmap>> {
+        self.heatmap.as_ref()
+    }
+
+    /// Draws the density view through `heatmap` from the next GPU task on
+    /// (`None`: through the CPU's picture); a new one is drawn at once.
+    pub fn set_heatmap(&mut self, heatmap: Option<Rc<ViewHeatmap>>) {
+        if heatmap.is_some() {
+            self.picture_wanted = true;
+        }
+        self.heatmap = heatmap;
     }
 
     /// How far a worker may train beyond the steps heard: "steps / frame"
@@ -359,7 +404,11 @@ impl Session {
             });
         }
         if let Some(picture) = progress.output {
-            self.picture = picture;
+            self.picture = if picture.is_light() {
+                picture.completed_by(&mut self.picture)
+            } else {
+                picture
+            };
             self.picture_version += 1;
             self.last_picture = Instant::now();
             self.record_metrics();

@@ -2,6 +2,7 @@
 //! colour bar, the deformed grid and samples over it, and the target beside it.
 
 use super::Playground;
+use super::gpu_heatmap::{ViewHeatmap, texels_for};
 use super::picture::{Picture, VIEW};
 use super::session::{Session, Status};
 use crate::app::files::ViewSaver;
@@ -9,6 +10,7 @@ use crate::app::widgets::colour::{colour, colour_bar_ui, image, normalized};
 use crate::app::widgets::notes::dismissable_warning_ui;
 use eframe::egui::{self, Color32, Pos2, Rect, RichText, Sense, Shape, Stroke};
 use glam::{Affine2, Vec2, vec2};
+use std::rc::Rc;
 
 pub use crate::app::widgets::colour::Scale;
 
@@ -138,11 +140,6 @@ impl Playground {
     /// by side, or one above the other on a narrow screen).
     pub(super) fn views_ui(&mut self, ui: &mut egui::Ui, show_target: bool) {
         self.messages_ui(ui);
-        let Some(session) = &self.session else {
-            return;
-        };
-        let texture = self.views.model_texture(ui.ctx(), session);
-        let target_texture = self.views.target_texture(ui.ctx(), session);
         let available = ui.available_size();
         let narrow = self.narrow;
         // without the target (a classroom link), the model's view takes the row
@@ -154,14 +151,24 @@ impl Playground {
                 .min(available.y - 30.0)
                 .max(120.0)
         };
+        self.sync_gpu_heatmap(side * ui.ctx().pixels_per_point());
+        let Some(session) = &self.session else {
+            return;
+        };
+        // the GPU's heat map where it draws one, else the CPU's picture
+        let texture = match session.heatmap().and_then(|h| h.texture_id()) {
+            Some(id) => Some(id),
+            None => self.views.model_texture(ui.ctx(), session).map(|t| t.id()),
+        };
+        let target_texture = self.views.target_texture(ui.ctx(), session);
         let (overlays, scale) = (self.views.overlays, self.views.scale);
-        let max_log_q = max_finite(&session.picture.log_q);
+        let max_log_q = session.picture.peak();
         let mut rects = Vec::new();
         let model_view = |ui: &mut egui::Ui, rects: &mut Vec<_>| {
             ui.vertical(|ui| {
                 ui.label(RichText::new("model density q(x)").strong())
                     .on_hover_text("The flow's density: a normal distribution pushed through the flow, log q(x) = log N(z) + log |det dz/dx|.");
-                rects.push(("density", model_ui(ui, texture.as_ref(), &session.picture, overlays, side)));
+                rects.push(("density", model_ui(ui, texture, &session.picture, overlays, side)));
             });
             colour_bar_ui(ui, scale, max_log_q, side + 20.0)
                 .on_hover_text("The colour of each density value: the heat map shows log q over the 12 nats below its peak (log), or q itself (linear).");
@@ -193,6 +200,40 @@ impl Playground {
             });
         }
         self.views.rects.extend(rects);
+    }
+
+    /// Gives the run a GPU heat map of `pixels` a side where it trains on
+    /// the device the page draws with (a 2D flow), and takes it away where
+    /// not; it follows the view's size and the colour scale.
+    fn sync_gpu_heatmap(&mut self, pixels: f32) {
+        let Some(session) = &mut self.session else {
+            return;
+        };
+        let shared = session
+            .gpu_context()
+            .filter(|_| session.on_gpu() && session.target.dim() == 2)
+            .and_then(|ctx| Some((self.devices.render_for(ctx)?, ctx.clone())));
+        let Some((render, ctx)) = shared.filter(|_| !self.heatmap_failed) else {
+            if session.heatmap().is_some() {
+                session.set_heatmap(None);
+            }
+            return;
+        };
+        let largest = ctx.device.limits().max_texture_dimension_2d as usize;
+        let n = texels_for(pixels, largest);
+        match session.heatmap() {
+            Some(heatmap) if heatmap.side() == n => heatmap.set_scale(self.views.scale),
+            _ => match ViewHeatmap::new(&render, &ctx, n, self.views.scale) {
+                Ok(heatmap) => session.set_heatmap(Some(Rc::new(heatmap))),
+                Err(e) => {
+                    session.set_heatmap(None);
+                    self.heatmap_failed = true;
+                    self.message = Some(format!(
+                        "The GPU could not draw the density view ({e}); it is drawn from the CPU's picture instead."
+                    ));
+                }
+            },
+        }
     }
 
     /// The messages above the views: a warning, what the last action did, a
@@ -286,15 +327,6 @@ impl Playground {
     }
 }
 
-/// The largest finite value, if any.
-fn max_finite(values: &[f32]) -> Option<f32> {
-    values
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite())
-        .reduce(f32::max)
-}
-
 /// The map from data space ([`VIEW`] squared) onto `rect`, y up.
 pub fn data_to_screen(rect: Rect) -> Affine2 {
     let (lo, hi) = (VIEW.0 as f32, VIEW.1 as f32);
@@ -321,7 +353,7 @@ pub struct Overlays {
 /// the radial centre. Returns the square it drew in.
 pub fn model_ui(
     ui: &mut egui::Ui,
-    texture: Option<&egui::TextureHandle>,
+    texture: Option<egui::TextureId>,
     picture: &Picture,
     overlays: Overlays,
     side: f32,
@@ -420,7 +452,7 @@ pub fn target_ui(
     density: Option<&egui::TextureHandle>,
     side: f32,
 ) -> Rect {
-    let (rect, painter) = density_canvas(ui, density, side);
+    let (rect, painter) = density_canvas(ui, density.map(|t| t.id()), side);
     if density.is_none() {
         let to_screen = data_to_screen(rect);
         let shapes = samples
@@ -437,14 +469,14 @@ pub fn target_ui(
 /// floor where there is none yet.
 fn density_canvas(
     ui: &mut egui::Ui,
-    texture: Option<&egui::TextureHandle>,
+    texture: Option<egui::TextureId>,
     side: f32,
 ) -> (Rect, egui::Painter) {
     let (response, painter) = ui.allocate_painter(egui::Vec2::splat(side), Sense::hover());
     let rect = response.rect;
     match texture {
         Some(texture) => painter.image(
-            texture.id(),
+            texture,
             rect,
             Rect::from_min_max(Pos2::ZERO, Pos2::new(1.0, 1.0)),
             Color32::WHITE,
