@@ -107,21 +107,65 @@ fn the_playground_trains_on_the_device_it_draws_with() {
     assert!(trained > 20, "only {trained} steps");
     let ctx = session.gpu_context().unwrap().clone();
     assert_eq!(ctx.error(), None);
-    // the density view is the GPU's heat map, at least 512 texels a side
-    let heatmap = session.heatmap().expect("a GPU heat map");
-    assert!(heatmap.side() >= 512, "{} texels", heatmap.side());
-    assert!(heatmap.texture_id().is_some(), "never drawn");
+    // the model view is drawn on the GPU: a heat map of at least 512
+    // texels a side, the grid and samples from its vertex buffers
+    let views = session
+        .gpu_views()
+        .expect("the view drawn on the GPU")
+        .clone();
+    assert!(views.side() >= 512, "{} texels", views.side());
+    assert!(views.texture_id().is_some(), "never drawn");
     assert!(session.picture.peak.is_some(), "no peak for the colour bar");
-    // what crosses back to the CPU a frame while training: the losses,
-    // samples and grid lines, never the density (512 x 512 floats = 1 MB),
-    // and the density on the metrics' grid only now and then
-    let (bytes, frames) = (ctx.bytes_read_back(), 30);
+    assert!(session.picture.samples.is_empty() && session.picture.lines.is_empty());
+    // what crosses back to the CPU while training: each task's losses, and
+    // every 300 ms the density on the metrics' grid, its peak and the
+    // parameters; never the heat map (1 MB), the samples or the grid
+    let (bytes, full, trained, frames) = (
+        ctx.bytes_read_back(),
+        session.full_pictures(),
+        session.steps_done(),
+        30,
+    );
     h.run_steps(frames);
-    let per_frame = (ctx.bytes_read_back() - bytes) / frames as u64;
-    println!("read back while training with the GPU heat map: {per_frame} bytes a frame");
-    assert!(per_frame < 512 * 512, "{per_frame} bytes a frame");
+    let session = h.state().playground().session().unwrap();
+    let read = ctx.bytes_read_back() - bytes;
+    let full = (session.full_pictures() - full) as u64;
+    let losses = 4 * (session.steps_done() - trained) as u64;
+    // (the parameters' buffer may be padded: 64 bytes of slack)
+    let per_full = (96 * 96 + session.n_params + 1) as u64 * 4 + 64;
+    println!(
+        "read back over {frames} training frames with the view drawn on the GPU: {read} bytes ({full} full pictures of {per_full} bytes, {losses} bytes of losses)"
+    );
+    assert!(full < frames as u64, "every task was a full one");
+    assert!(read <= full * per_full + losses, "{read} bytes read back");
+    // paused, the view is drawn once more from the model as it stands:
+    // the grid's points are the CPU's flow of the latent grid
+    h.get_by_label("Pause").click();
+    h.run_steps(4);
+    let session = h.state().playground().session().unwrap();
+    let (_, model) = session.model().expect("the paused model");
+    let geometry = flowplay::app::playground::picture::radial_geometry(&model);
+    let latent = flowplay::app::playground::gpu_overlay::latent_grid(geometry);
+    let (samples, grid) = pollster::block_on(views.overlay().pushed_async()).expect("read back");
+    assert_eq!(grid.len(), 3 * latent.len());
+    assert!(samples.iter().all(|v| v.is_finite()) && samples.len() == 3 * 1500);
+    let mut x = vec![0.0; latent.points.len()];
+    let mut ld = vec![0.0; latent.len()];
+    model.as_flow().x_from_z(&latent.points, &mut x, &mut ld);
+    for (i, gpu) in grid.chunks(3).enumerate() {
+        let cpu = [x[2 * i], x[2 * i + 1], ld[i]];
+        for (g, c) in gpu.iter().zip(cpu) {
+            assert!(
+                (*g as f64 - c).abs() <= 1e-3 * c.abs().max(1.0),
+                "grid point {i}: {gpu:?} vs {cpu:?}"
+            );
+        }
+    }
     screenshot(&mut h, "app-one-device");
-    // the device the harness draws with goes: so does the one training
+    // playing, the device the harness draws with goes: so does the one
+    // training
+    h.get_by_label("Play").click();
+    h.run_steps(3);
     let before = steps(&h);
     let drawn_with = render.lock().unwrap().clone().expect("the render device");
     drawn_with.destroy();

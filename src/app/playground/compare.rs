@@ -618,6 +618,7 @@ fn small_multiples_ui(
                     &run.session.picture,
                     overlays,
                     SIDE,
+                    |_| None,
                 );
             });
         }

@@ -164,6 +164,7 @@ impl Playground {
                     picture,
                     overlays,
                     SIDE,
+                    |_| None,
                 );
                 ui.label(
                     "The density is exact for each k: log q_k(x) = log N(z) + log |det dz/dx| \

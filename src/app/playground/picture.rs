@@ -15,12 +15,12 @@ use crate::stats::log_normal;
 use glam::{DVec2, Vec2, vec2};
 use std::rc::Rc;
 
-use super::gpu_heatmap::ViewHeatmap;
+use super::gpu_views::GpuViews;
 
 /// The square of data space the views show.
 pub const VIEW: (f64, f64) = (-4.0, 4.0);
 /// Model samples drawn over the density.
-const SAMPLES: usize = 1500;
+pub const SAMPLES: usize = 1500;
 
 /// What the views draw, computed from one state of the model.
 #[derive(Default)]
@@ -53,21 +53,6 @@ impl Picture {
                 .filter(|v| v.is_finite())
                 .reduce(f32::max)
         })
-    }
-
-    /// Whether this is a light picture (samples and grid only; see
-    /// [`PictureJob::light`]).
-    pub fn is_light(&self) -> bool {
-        self.model.is_none() && self.n == 0
-    }
-
-    /// This light picture completed with `last`'s density, peak and model.
-    pub fn completed_by(mut self, last: &mut Picture) -> Picture {
-        self.log_q = std::mem::take(&mut last.log_q);
-        self.n = last.n;
-        self.model = last.model.take();
-        self.peak = last.peak;
-        self
     }
 }
 
@@ -220,68 +205,72 @@ pub fn latent_samples(rng: &mut Rng) -> Vec<f32> {
 pub struct PictureJob {
     /// the latent points of the samples
     pub latent: Vec<f32>,
-    /// the density view's heat map, where the trainer's device draws the page
-    pub heatmap: Option<Rc<ViewHeatmap>>,
-    /// a light job's radial geometry (the last full picture's); `None`: a
-    /// full job
-    pub light: Option<Option<(DVec2, DVec2)>>,
+    /// the model view drawn on the GPU, where the trainer's device draws
+    /// the page
+    pub gpu_views: Option<Rc<GpuViews>>,
+    /// the radial frame the grid follows (the last picture's model's)
+    pub geometry: Option<(DVec2, DVec2)>,
+    /// whether the density on the metrics' grid and the model come back too
+    pub full: bool,
 }
 
 impl PictureJob {
-    /// Everything the views and the metrics need: the density on the
-    /// metrics' grid (read back), the model, samples and grid lines, and the
-    /// heat map when there is one.
-    pub fn full(latent: Vec<f32>, heatmap: Option<Rc<ViewHeatmap>>) -> Self {
+    /// A task's picture after `last`: with `gpu_views` the view is drawn on
+    /// the device and only a `full` job reads anything back (the density on
+    /// the metrics' grid, its peak and the model); without, everything the
+    /// views draw comes back.
+    pub fn new(
+        latent: Vec<f32>,
+        gpu_views: Option<Rc<GpuViews>>,
+        last: &Picture,
+        full: bool,
+    ) -> Self {
         Self {
             latent,
-            heatmap,
-            light: None,
-        }
-    }
-
-    /// The heat map (drawn where it lies), samples and grid lines only: the
-    /// density and the model stay those of `last`, whose radial frame the
-    /// grid follows. Between full pictures while training on the page's own
-    /// device.
-    pub fn light(latent: Vec<f32>, heatmap: Rc<ViewHeatmap>, last: &Picture) -> Self {
-        let geometry = last.model.as_ref().and_then(|(_, m)| radial_geometry(m));
-        Self {
-            latent,
-            heatmap: Some(heatmap),
-            light: Some(geometry),
+            full: full || gpu_views.is_none(),
+            gpu_views,
+            geometry: last.model.as_ref().and_then(|(_, m)| radial_geometry(m)),
         }
     }
 }
 
 impl GpuJob for PictureJob {
-    type Output = Picture;
+    /// `None`: the views were drawn on the device, nothing came back
+    type Output = Option<Picture>;
 
-    /// The views' data from the GPU kernels: the heat map drawn on the
-    /// device; for a full job log q on the metrics' grid and the model read
-    /// back; samples and the deformed grid through `x_from_z`.
-    async fn run(self, trainer: &mut GpuTrainer, step: usize) -> Result<Picture, String> {
-        if let Some(heatmap) = &self.heatmap {
-            heatmap.draw(trainer)?;
-        }
-        let (log_q, n, peak, model, geometry) = match self.light {
-            Some(geometry) => (Vec::new(), 0, None, None, geometry),
-            None => {
-                let n = 96;
-                let points: Vec<f32> = grid_points(n).into_iter().map(|v| v as f32).collect();
-                let log_q = trainer.log_q_async(&points).await?;
-                let peak = match &self.heatmap {
-                    Some(heatmap) => Some(heatmap.peak_async().await?),
-                    None => None,
-                };
-                // the polar grid follows a radial flow's (trained) centre
-                let model = trainer.model_async().await;
-                let geometry = radial_geometry(&model);
-                (log_q, n, peak, Some((step, model)), geometry)
+    /// The views' data from the GPU kernels: the view drawn on the device
+    /// where it can be; log q on the metrics' grid and the model read back
+    /// for a full job; samples and the deformed grid through `x_from_z` read
+    /// back where the device does not draw them.
+    async fn run(self, trainer: &mut GpuTrainer, step: usize) -> Result<Option<Picture>, String> {
+        if let Some(views) = &self.gpu_views {
+            let density = self.full || !views.software();
+            views.draw(trainer, &self.latent, self.geometry, density)?;
+            if !self.full {
+                return Ok(None);
             }
-        };
-        let pushed = trainer.x_from_z_async(&self.latent).await?;
-        let samples = pushed.chunks(3).map(|p| vec2(p[0], p[1])).collect();
+        }
+        let n = 96;
+        let points: Vec<f32> = grid_points(n).into_iter().map(|v| v as f32).collect();
+        let log_q = trainer.log_q_async(&points).await?;
+        // the polar grid follows a radial flow's (trained) centre
+        let model = trainer.model_async().await;
+        let geometry = radial_geometry(&model);
         let (lines, center) = grid_lines(geometry);
+        let mut picture = Picture {
+            log_q,
+            n,
+            center,
+            scale: scales(geometry),
+            model: Some((step, model)),
+            ..Picture::default()
+        };
+        if let Some(views) = &self.gpu_views {
+            picture.peak = Some(views.peak_async().await?);
+            return Ok(Some(picture));
+        }
+        let pushed = trainer.x_from_z_async(&self.latent).await?;
+        picture.samples = pushed.chunks(3).map(|p| vec2(p[0], p[1])).collect();
         let pushed_lines = trainer.x_from_z_async(&as_f32(&lines.points)).await?;
         let mut deformed = DeformedGrid::new(&lines, &pushed_lines);
         let rule = refinement(lines.len());
@@ -293,21 +282,13 @@ impl GpuJob for PictureJob {
             let pushed = trainer.x_from_z_async(&as_f32(&splits.latent)).await?;
             deformed.insert(&splits, &pushed);
         }
-        Ok(Picture {
-            log_q,
-            n,
-            samples,
-            lines: drawn(&deformed),
-            center,
-            scale: scales(geometry),
-            model,
-            peak,
-        })
+        picture.lines = drawn(&deformed);
+        Ok(Some(picture))
     }
 }
 
 /// A radial flow's centre and log-scales (2D), which its polar grid follows.
-fn radial_geometry(model: &FlowModel<f64>) -> Option<(DVec2, DVec2)> {
+pub fn radial_geometry(model: &FlowModel<f64>) -> Option<(DVec2, DVec2)> {
     match model {
         FlowModel::Radial(r) => Some((
             DVec2::from_slice(&r.center()[..2]),

@@ -2,7 +2,7 @@
 //! through the [`TrainerHost`]), its loss history and metrics, and what the
 //! views draw, refreshed on a schedule so training keeps most of each frame.
 
-use super::gpu_heatmap::ViewHeatmap;
+use super::gpu_views::GpuViews;
 use super::picture::{
     Picture, PictureJob, cpu_density, cpu_picture, grid_points, latent_samples, sharp_size,
 };
@@ -45,7 +45,7 @@ pub struct Metrics {
 /// The metrics are measured at most this often while training.
 const METRICS_INTERVAL: Duration = Duration::from_millis(300);
 
-/// Where the GPU draws the heat map on the page's device, the density on
+/// Where the GPU draws the model view on the page's device, the density on
 /// the metrics' grid and the model come back this often while training.
 const FULL_PICTURE_INTERVAL: Duration = METRICS_INTERVAL;
 
@@ -108,11 +108,13 @@ pub struct Session {
     pub last_step: Option<usize>,
     /// the target's log density on a grid of the views (its size, values)
     target_grid: Option<(usize, Vec<f64>)>,
-    /// the density view drawn on the GPU, where the run trains on the
-    /// device the page draws with
-    heatmap: Option<Rc<ViewHeatmap>>,
+    /// the model view drawn on the GPU, where the run trains on the device
+    /// the page draws with
+    gpu_views: Option<Rc<GpuViews>>,
     /// when the last full GPU picture was asked for
     last_full: Option<Instant>,
+    /// how many full GPU pictures were asked for
+    full_pictures: usize,
 }
 
 /// How a run of `settings` on `target` trains.
@@ -178,8 +180,9 @@ impl Session {
             worker_playing: false,
             last_step: None,
             target_grid: None,
-            heatmap: None,
+            gpu_views: None,
             last_full: None,
+            full_pictures: 0,
         };
         let mut held_out_rng = Rng::seeded(session.settings.seed ^ 0x6865_6c64);
         if session.target.kind() == TargetKind::Samples {
@@ -307,40 +310,42 @@ impl Session {
         }
     }
 
-    /// The next GPU task's picture: a light one (the heat map drawn where it
-    /// lies, samples and grid lines) while training with a heat map, a full
-    /// one (the density on the metrics' grid and the model read back as
-    /// well) every [`FULL_PICTURE_INTERVAL`] and whenever asked.
+    /// The next GPU task's picture: with the view drawn on the device
+    /// only every [`FULL_PICTURE_INTERVAL`] (and whenever asked) a full one,
+    /// whose density on the metrics' grid and model come back.
     fn picture_job(&mut self, running: bool) -> PictureJob {
         let latent = latent_samples(&mut self.rng);
         let due = self
             .last_full
             .is_none_or(|t| t.elapsed() >= FULL_PICTURE_INTERVAL);
-        let light_ok = running && !self.picture_wanted && !due && self.picture.model.is_some();
-        self.picture_wanted = false;
-        match &self.heatmap {
-            Some(heatmap) if light_ok => {
-                PictureJob::light(latent, Rc::clone(heatmap), &self.picture)
-            }
-            _ => {
-                self.last_full = Some(Instant::now());
-                PictureJob::full(latent, self.heatmap.clone())
-            }
+        let full = !running || self.picture_wanted || due || self.picture.model.is_none();
+        if full {
+            self.last_full = Some(Instant::now());
+            self.full_pictures += 1;
         }
+        self.picture_wanted = false;
+        PictureJob::new(latent, self.gpu_views.clone(), &self.picture, full)
     }
 
-    /// The density view's GPU heat map, if the run draws one.
-    pub fn heatmap(&self) -> Option<&Rc<ViewHeatmap>> {
-        self.heatmap.as_ref()
+    /// How many GPU tasks brought the density on the metrics' grid and the
+    /// model back (the others, with the view drawn on the device, only
+    /// their losses).
+    pub fn full_pictures(&self) -> usize {
+        self.full_pictures
     }
 
-    /// Draws the density view through `heatmap` from the next GPU task on
-    /// (`None`: through the CPU's picture); a new one is drawn at once.
-    pub fn set_heatmap(&mut self, heatmap: Option<Rc<ViewHeatmap>>) {
-        if heatmap.is_some() {
+    /// The model view drawn on the GPU, if the run draws it there.
+    pub fn gpu_views(&self) -> Option<&Rc<GpuViews>> {
+        self.gpu_views.as_ref()
+    }
+
+    /// Draws the model view through `views` from the next GPU task on
+    /// (`None`: from the picture read back); a new one is drawn at once.
+    pub fn set_gpu_views(&mut self, views: Option<Rc<GpuViews>>) {
+        if views.is_some() {
             self.picture_wanted = true;
         }
-        self.heatmap = heatmap;
+        self.gpu_views = views;
     }
 
     /// How far a worker may train beyond the steps heard: "steps / frame"
@@ -394,7 +399,7 @@ impl Session {
     }
 
     /// Records what training did: losses, a stop, the GPU's picture.
-    fn take(&mut self, progress: Progress<Picture>) {
+    fn take(&mut self, progress: Progress<Option<Picture>>) {
         self.losses
             .extend(progress.losses.iter().map(|&(_, loss)| loss as f32));
         if let Some(why) = progress.stopped {
@@ -403,12 +408,8 @@ impl Session {
                 None => why,
             });
         }
-        if let Some(picture) = progress.output {
-            self.picture = if picture.is_light() {
-                picture.completed_by(&mut self.picture)
-            } else {
-                picture
-            };
+        if let Some(picture) = progress.output.flatten() {
+            self.picture = picture;
             self.picture_version += 1;
             self.last_picture = Instant::now();
             self.record_metrics();

@@ -2,7 +2,7 @@
 //! colour bar, the deformed grid and samples over it, and the target beside it.
 
 use super::Playground;
-use super::gpu_heatmap::{ViewHeatmap, texels_for};
+use super::gpu_views::{GpuViews, texels_for};
 use super::picture::{Picture, VIEW};
 use super::session::{Session, Status};
 use crate::app::files::ViewSaver;
@@ -151,12 +151,13 @@ impl Playground {
                 .min(available.y - 30.0)
                 .max(120.0)
         };
-        self.sync_gpu_heatmap(side * ui.ctx().pixels_per_point());
+        self.sync_gpu_views(side * ui.ctx().pixels_per_point());
         let Some(session) = &self.session else {
             return;
         };
-        // the GPU's heat map where it draws one, else the CPU's picture
-        let texture = match session.heatmap().and_then(|h| h.texture_id()) {
+        // the view the GPU draws where it does, else the picture's
+        let gpu_views = session.gpu_views().filter(|v| v.texture_id().is_some());
+        let texture = match gpu_views.and_then(|v| v.texture_id()) {
             Some(id) => Some(id),
             None => self.views.model_texture(ui.ctx(), session).map(|t| t.id()),
         };
@@ -168,7 +169,8 @@ impl Playground {
             ui.vertical(|ui| {
                 ui.label(RichText::new("model density q(x)").strong())
                     .on_hover_text("The flow's density: a normal distribution pushed through the flow, log q(x) = log N(z) + log |det dz/dx|.");
-                rects.push(("density", model_ui(ui, texture, &session.picture, overlays, side)));
+                let overlay = |rect| gpu_views.and_then(|v| v.overlay_callback(rect, overlays.grid, overlays.samples));
+                rects.push(("density", model_ui(ui, texture, &session.picture, overlays, side, overlay)));
             });
             colour_bar_ui(ui, scale, max_log_q, side + 20.0)
                 .on_hover_text("The colour of each density value: the heat map shows log q over the 12 nats below its peak (log), or q itself (linear).");
@@ -202,10 +204,11 @@ impl Playground {
         self.views.rects.extend(rects);
     }
 
-    /// Gives the run a GPU heat map of `pixels` a side where it trains on
-    /// the device the page draws with (a 2D flow), and takes it away where
-    /// not; it follows the view's size and the colour scale.
-    fn sync_gpu_heatmap(&mut self, pixels: f32) {
+    /// Has the run's model view drawn on the GPU (its heat map `pixels`
+    /// texels a side, at least 512) where it trains on the device the page
+    /// draws with (a 2D flow), and from the picture read back where not; the
+    /// heat map follows the view's size and the colour scale.
+    fn sync_gpu_views(&mut self, pixels: f32) {
         let Some(session) = &mut self.session else {
             return;
         };
@@ -214,19 +217,19 @@ impl Playground {
             .filter(|_| session.on_gpu() && session.target.dim() == 2)
             .and_then(|ctx| Some((self.devices.render_for(ctx)?, ctx.clone())));
         let Some((render, ctx)) = shared.filter(|_| !self.heatmap_failed) else {
-            if session.heatmap().is_some() {
-                session.set_heatmap(None);
+            if session.gpu_views().is_some() {
+                session.set_gpu_views(None);
             }
             return;
         };
         let largest = ctx.device.limits().max_texture_dimension_2d as usize;
         let n = texels_for(pixels, largest);
-        match session.heatmap() {
-            Some(heatmap) if heatmap.side() == n => heatmap.set_scale(self.views.scale),
-            _ => match ViewHeatmap::new(&render, &ctx, n, self.views.scale) {
-                Ok(heatmap) => session.set_heatmap(Some(Rc::new(heatmap))),
+        match session.gpu_views() {
+            Some(views) if views.side() == n => views.set_scale(self.views.scale),
+            _ => match GpuViews::new(&render, &ctx, n, self.views.scale) {
+                Ok(views) => session.set_gpu_views(Some(Rc::new(views))),
                 Err(e) => {
-                    session.set_heatmap(None);
+                    session.set_gpu_views(None);
                     self.heatmap_failed = true;
                     self.message = Some(format!(
                         "The GPU could not draw the density view ({e}); it is drawn from the CPU's picture instead."
@@ -350,13 +353,16 @@ pub struct Overlays {
 }
 
 /// The model view: heatmap, the deformed grid shaded by |det J|, samples and
-/// the radial centre. Returns the square it drew in.
+/// the radial centre; the grid and samples painted by `gpu_overlay` where
+/// it paints them (from the GPU's buffers), else from the picture. Returns
+/// the square it drew in.
 pub fn model_ui(
     ui: &mut egui::Ui,
     texture: Option<egui::TextureId>,
     picture: &Picture,
     overlays: Overlays,
     side: f32,
+    gpu_overlay: impl FnOnce(Rect) -> Option<egui::PaintCallback>,
 ) -> Rect {
     let (rect, painter) = density_canvas(ui, texture, side);
     if texture.is_none() {
@@ -369,6 +375,12 @@ pub fn model_ui(
         );
     }
     let to_screen = data_to_screen(rect);
+    if let Some(callback) = gpu_overlay(rect) {
+        painter.add(callback);
+        centre_ui(&painter, &to_screen, picture.center, picture.scale);
+        frame(&painter, rect);
+        return rect;
+    }
     if overlays.grid {
         grid_ui(&painter, &to_screen, &picture.lines);
     }

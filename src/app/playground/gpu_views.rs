@@ -1,7 +1,8 @@
-//! The model view's heat map where the run trains on the device the page
-//! draws with: [`Heatmap`] computes and colours it there at the view's pixel
-//! resolution, and egui's renderer draws its texture as it lies, with no copy
-//! through the CPU.
+//! The model view where the run trains on the device the page draws with:
+//! [`Heatmap`] computes and colours the density there at the view's pixel
+//! resolution, and egui's renderer draws its texture as it lies; the
+//! [`GpuOverlay`] pushes the deformed grid and the samples into vertex buffers
+//! and paints them from there. Nothing is copied through the CPU.
 
 use crate::app::widgets::colour::Scale;
 use crate::gpu::heatmap::Heatmap;
@@ -12,7 +13,9 @@ use eframe::egui_wgpu::{RenderState, Renderer};
 use std::cell::Cell;
 use std::sync::Arc;
 
-use super::picture::grid_points;
+use super::gpu_overlay::GpuOverlay;
+use super::picture::{SAMPLES, grid_points};
+use glam::DVec2;
 
 /// The fewest texels a side: a view is never drawn coarser.
 const MIN_TEXELS: usize = 512;
@@ -27,9 +30,11 @@ pub fn texels_for(pixels: f32, device_max: usize) -> usize {
     wanted.clamp(MIN_TEXELS, MAX_TEXELS.min(device_max).max(MIN_TEXELS))
 }
 
-/// A [`Heatmap`] registered with egui's renderer.
-pub struct ViewHeatmap {
+/// A [`Heatmap`] registered with egui's renderer, and the overlay drawn
+/// over it.
+pub struct GpuViews {
     heatmap: Heatmap,
+    overlay: GpuOverlay,
     texture_id: egui::TextureId,
     renderer: Arc<egui::mutex::RwLock<Renderer>>,
     scale: Cell<Scale>,
@@ -37,9 +42,9 @@ pub struct ViewHeatmap {
     drawn: Cell<bool>,
 }
 
-impl ViewHeatmap {
+impl GpuViews {
     /// A heat map of `n` texels a side on `ctx`, which must be the device
-    /// `render` draws with, coloured on `scale`.
+    /// `render` draws with, coloured on `scale`, and its overlay.
     pub fn new(
         render: &RenderState,
         ctx: &GpuContext,
@@ -48,6 +53,7 @@ impl ViewHeatmap {
     ) -> Result<Self, GpuError> {
         let points: Vec<f32> = grid_points(n).into_iter().map(|v| v as f32).collect();
         let heatmap = Heatmap::new(ctx, n, &points, scale == Scale::Linear)?;
+        let overlay = GpuOverlay::new(render, ctx, SAMPLES)?;
         let view = heatmap.texture().create_view(&Default::default());
         let texture_id = render.renderer.write().register_native_texture(
             &render.device,
@@ -56,11 +62,19 @@ impl ViewHeatmap {
         );
         Ok(Self {
             heatmap,
+            overlay,
             texture_id,
             renderer: Arc::clone(&render.renderer),
             scale: Cell::new(scale),
             drawn: Cell::new(false),
         })
+    }
+
+    /// Whether the device is emulated in software: there the density (a
+    /// flow evaluation per texel) is redrawn with the full pictures only,
+    /// a few times a second, so that training keeps its pace.
+    pub fn software(&self) -> bool {
+        self.heatmap.context().software
     }
 
     /// Texels a side.
@@ -81,12 +95,43 @@ impl ViewHeatmap {
         }
     }
 
-    /// Computes and colours the density of `trainer`'s flow (submitted;
-    /// nothing is read back).
-    pub fn draw(&self, trainer: &mut GpuTrainer) -> Result<(), GpuError> {
-        self.heatmap.draw(trainer)?;
+    /// Computes and colours the density of `trainer`'s flow (where
+    /// `density`) and pushes the samples (`latent`) and the grid (in the
+    /// radial frame `geometry`, else Cartesian) through it: submitted,
+    /// nothing read back.
+    pub fn draw(
+        &self,
+        trainer: &mut GpuTrainer,
+        latent: &[f32],
+        geometry: Option<(DVec2, DVec2)>,
+        density: bool,
+    ) -> Result<(), GpuError> {
+        let device = &self.heatmap.context().device;
+        let mut encoder = device.create_command_encoder(&Default::default());
+        if density || !self.drawn.get() {
+            self.heatmap.encode(trainer, &mut encoder)?;
+        }
+        self.overlay
+            .encode(trainer, &mut encoder, latent, geometry)?;
+        self.heatmap.context().queue.submit([encoder.finish()]);
         self.drawn.set(true);
         Ok(())
+    }
+
+    /// What paints the grid and the samples over the view at `rect`, once
+    /// drawn.
+    pub fn overlay_callback(
+        &self,
+        rect: egui::Rect,
+        grid: bool,
+        samples: bool,
+    ) -> Option<egui::PaintCallback> {
+        self.overlay.paint_callback(rect, grid, samples)
+    }
+
+    /// The overlay's buffers (their contents, for checks).
+    pub fn overlay(&self) -> &GpuOverlay {
+        &self.overlay
     }
 
     /// The largest log q of the picture (4 bytes back: the colour bar's
@@ -101,7 +146,7 @@ impl ViewHeatmap {
     }
 }
 
-impl Drop for ViewHeatmap {
+impl Drop for GpuViews {
     fn drop(&mut self) {
         self.renderer.write().free_texture(&self.texture_id);
     }
