@@ -38,11 +38,22 @@ mod native {
     use flowplay::flow::FlowKind;
     use std::time::{Duration, Instant};
 
+    /// Where a case trains.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Device {
+        Cpu,
+        /// a GPU device of the run's own: the views' data read back each
+        /// task and drawn from the CPU (as before the one-device change)
+        OwnGpu,
+        /// the device the page renders with: the views drawn where they lie
+        PageGpu,
+    }
+
     /// What one case plays.
     struct Case {
         name: &'static str,
         settings: Settings,
-        gpu: bool,
+        device: Device,
         lab: bool,
     }
 
@@ -55,31 +66,45 @@ mod native {
             ..Settings::default()
         };
         coupling.suit_flow();
+        let case = |name, settings: &Settings, device, lab| Case {
+            name,
+            settings: settings.clone(),
+            device,
+            lab,
+        };
+        let spiral = Settings::default();
         vec![
-            Case {
-                name: "playground default (radial-fourier, spiral), GPU",
-                settings: Settings::default(),
-                gpu: true,
-                lab: false,
-            },
-            Case {
-                name: "playground default (radial-fourier, spiral), CPU",
-                settings: Settings::default(),
-                gpu: false,
-                lab: false,
-            },
-            Case {
-                name: "coupling 8 x 64, moons, GPU",
-                settings: coupling,
-                gpu: true,
-                lab: false,
-            },
-            Case {
-                name: "phi^4 lab default (L=8, 16 layers), GPU",
-                settings: Settings::default(),
-                gpu: true,
-                lab: true,
-            },
+            case(
+                "spiral (radial-fourier), GPU, page's device",
+                &spiral,
+                Device::PageGpu,
+                false,
+            ),
+            case(
+                "spiral (radial-fourier), GPU, own device",
+                &spiral,
+                Device::OwnGpu,
+                false,
+            ),
+            case("spiral (radial-fourier), CPU", &spiral, Device::Cpu, false),
+            case(
+                "coupling 8 x 64, moons, GPU, page's device",
+                &coupling,
+                Device::PageGpu,
+                false,
+            ),
+            case(
+                "coupling 8 x 64, moons, GPU, own device",
+                &coupling,
+                Device::OwnGpu,
+                false,
+            ),
+            case(
+                "phi^4 lab default (L=8, 16 layers), GPU",
+                &spiral,
+                Device::PageGpu,
+                true,
+            ),
         ]
     }
 
@@ -89,22 +114,33 @@ mod native {
              (training within the page's budget), render = drawing and reading back the page"
         );
         println!(
-            "{:<52} {:<44} {:>7} {:>10} {:>10} {:>9} {:>9}",
-            "case", "device", "frames", "update ms", "render ms", "frames/s", "steps/s"
+            "{:<48} {:<44} {:>7} {:>10} {:>10} {:>9} {:>9} {:>13}",
+            "case",
+            "device",
+            "frames",
+            "update ms",
+            "render ms",
+            "frames/s",
+            "steps/s",
+            "read B/frame"
         );
         for case in cases() {
             match measure(&case, seconds) {
                 Ok(m) => println!(
-                    "{:<52} {:<44} {:>7} {:>10.2} {:>10.2} {:>9.1} {:>9.1}",
+                    "{:<48} {:<44} {:>7} {:>10.2} {:>10.2} {:>9.1} {:>9.1} {:>13}",
                     case.name,
                     m.device,
                     m.frames,
                     m.update_ms,
                     m.render_ms,
                     m.frames as f64 / m.seconds,
-                    m.steps as f64 / m.seconds
+                    m.steps as f64 / m.seconds,
+                    m.read_back.map_or("n/a".into(), |b| format!(
+                        "{:.0}",
+                        b as f64 / m.frames as f64
+                    ))
                 ),
-                Err(e) => println!("{:<52} {e}", case.name),
+                Err(e) => println!("{:<48} {e}", case.name),
             }
         }
         Ok(())
@@ -118,19 +154,25 @@ mod native {
         /// medians over the frames
         update_ms: f64,
         render_ms: f64,
+        /// bytes copied back from the GPU over the frames (GPU runs)
+        read_back: Option<u64>,
     }
 
     fn measure(case: &Case, seconds: f64) -> Result<Measured, String> {
         let settings = case.settings.clone();
-        let gpu = case.gpu;
+        let device = case.device;
         let mut h = Harness::builder()
             .with_size([1280.0, 800.0])
             .wgpu()
-            .build_eframe(move |_cc| {
+            .build_eframe(move |cc| {
                 let mut app = PlaygroundApp::with_settings(settings);
-                if gpu {
-                    app.find_gpu();
+                match device {
+                    Device::Cpu => {}
+                    Device::OwnGpu => app.find_gpu(),
+                    Device::PageGpu => app.use_render_device(cc.wgpu_render_state.as_ref()),
                 }
+                // chosen, so an emulated GPU (lavapipe) trains too
+                app.choose_gpu(device != Device::Cpu);
                 app
             });
         h.run_steps(3);
@@ -151,6 +193,7 @@ mod native {
         // (the device column says where it trained: a software adapter keeps
         // the lab on the CPU)
         let (_, start_steps) = progress(&h, case.lab)?;
+        let read_before = bytes_read_back(&h).filter(|_| !case.lab);
         let mut update = Vec::new();
         let mut render = Vec::new();
         let clock = Instant::now();
@@ -164,6 +207,9 @@ mod native {
         }
         let elapsed = clock.elapsed().as_secs_f64();
         let (device, end_steps) = progress(&h, case.lab)?;
+        let read_back = bytes_read_back(&h)
+            .zip(read_before)
+            .map(|(after, before)| after - before);
         Ok(Measured {
             device,
             frames: update.len(),
@@ -171,7 +217,14 @@ mod native {
             seconds: elapsed,
             update_ms: median(&mut update),
             render_ms: median(&mut render),
+            read_back,
         })
+    }
+
+    /// Bytes the playground's GPU run has read back so far (none on the CPU).
+    fn bytes_read_back(h: &Harness<'static, PlaygroundApp>) -> Option<u64> {
+        let session = h.state().playground().session()?;
+        session.gpu_context().map(|ctx| ctx.bytes_read_back())
     }
 
     /// Where the run on screen trains, and its steps so far.

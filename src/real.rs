@@ -52,6 +52,12 @@ pub trait Real:
     /// `exp` of every value in place, as one loop the compiler vectorizes:
     /// float32 by [`exp_f32_in_place`], float64 by the standard library.
     fn exp_in_place(values: &mut [Self]);
+    /// `ln(1 + x)` of every value in place, vectorized as [`Self::exp_in_place`]
+    /// ([`ln_1p_f32_in_place`] for float32).
+    fn ln_1p_in_place(values: &mut [Self]);
+    /// `exp(x) - 1` of every value in place, vectorized as [`Self::exp_in_place`]
+    /// ([`exp_m1_f32_in_place`] for float32).
+    fn exp_m1_in_place(values: &mut [Self]);
     fn powf(self, e: Self) -> Self;
     fn sin(self) -> Self;
     fn cos(self) -> Self;
@@ -88,7 +94,16 @@ pub trait Real:
 }
 
 macro_rules! impl_real {
-    ($t:ty, $is32:expr, $bits:ty, $magic:expr, $iters:expr, $exp_in_place:ident) => {
+    (
+        $t:ty,
+        $is32:expr,
+        $bits:ty,
+        $magic:expr,
+        $iters:expr,
+        $exp_in_place:ident,
+        $ln_1p_in_place:ident,
+        $exp_m1_in_place:ident
+    ) => {
         impl Real for $t {
             const EPSILON: Self = <$t>::EPSILON;
             const MAX: Self = <$t>::MAX;
@@ -143,6 +158,14 @@ macro_rules! impl_real {
             #[inline(always)]
             fn exp_in_place(values: &mut [Self]) {
                 $exp_in_place(values)
+            }
+            #[inline(always)]
+            fn ln_1p_in_place(values: &mut [Self]) {
+                $ln_1p_in_place(values)
+            }
+            #[inline(always)]
+            fn exp_m1_in_place(values: &mut [Self]) {
+                $exp_m1_in_place(values)
             }
             #[inline(always)]
             fn cbrt_normal(self) -> Self {
@@ -213,8 +236,26 @@ macro_rules! impl_real {
     };
 }
 
-impl_real!(f32, true, u32, 709_921_077, 2, exp_f32_in_place);
-impl_real!(f64, false, u64, 0x2A9F_7893_782D_A1CE, 3, exp_f64_in_place);
+impl_real!(
+    f32,
+    true,
+    u32,
+    709_921_077,
+    2,
+    exp_f32_in_place,
+    ln_1p_f32_in_place,
+    exp_m1_f32_in_place
+);
+impl_real!(
+    f64,
+    false,
+    u64,
+    0x2A9F_7893_782D_A1CE,
+    3,
+    exp_f64_in_place,
+    ln_1p_f64_in_place,
+    exp_m1_f64_in_place
+);
 
 /// `exp` of every value by range reduction and a polynomial, without calls or
 /// branches, so that it runs as vector instructions: within 2 ulp of the
@@ -222,12 +263,6 @@ impl_real!(f64, false, u64, 0x2A9F_7893_782D_A1CE, 3, exp_f64_in_place);
 /// [-87.3, 88] (where the result leaves the normal numbers or the reduction's
 /// range) or a NaN is left to the standard library.
 pub fn exp_f32_in_place(values: &mut [f32]) {
-    const LOG2_E: f32 = std::f32::consts::LOG2_E;
-    // ln 2 split so that n * LN2_HI is exact for every n used here
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
-    // adding and removing 1.5 * 2^23 rounds to the nearest integer
-    const ROUND: f32 = 12_582_912.0;
     // a fold, not `any`: without an early exit the check vectorizes too
     let outside = values
         .iter()
@@ -237,19 +272,110 @@ pub fn exp_f32_in_place(values: &mut [f32]) {
         return;
     }
     for v in values.iter_mut() {
+        *v = exp_f32_reduced(*v);
+    }
+}
+
+/// `exp(x)` for x in [-87.3, 88] by range reduction and a polynomial.
+#[inline(always)]
+fn exp_f32_reduced(x: f32) -> f32 {
+    const LOG2_E: f32 = std::f32::consts::LOG2_E;
+    // ln 2 split so that n * LN2_HI is exact for every n used here
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    // adding and removing 1.5 * 2^23 rounds to the nearest integer
+    const ROUND: f32 = 12_582_912.0;
+    let n = (x * LOG2_E + ROUND) - ROUND;
+    let r = x - n * LN2_HI - n * LN2_LO;
+    let p = 1.0
+        + r * (1.0
+            + r * (0.5
+                + r * (1.0 / 6.0
+                    + r * (1.0 / 24.0
+                        + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
+    // 2^n, n in [-126, 127]: the biased exponent n + 127 read off the low
+    // bits of (n + 127) + 2^23 (an integer cast would saturate, lane by lane)
+    let biased = (n + (127.0 + 8_388_608.0)).to_bits() - 0x4B00_0000;
+    p * f32::from_bits(biased << 23)
+}
+
+/// `exp(x) - 1` of every value without calls or branches (vector
+/// instructions): a Taylor polynomial near 0, where `exp(x) - 1` would cancel,
+/// and the vector `exp` minus one elsewhere; within a few ulp of the standard
+/// library's `exp_m1` (tested). A slice with a value outside [-87.3, 88] or a
+/// NaN is left to the standard library.
+pub fn exp_m1_f32_in_place(values: &mut [f32]) {
+    let outside = values
+        .iter()
+        .fold(false, |out, &x| out | !((-87.3..=88.0).contains(&x)));
+    if outside {
+        values.iter_mut().for_each(|v| *v = v.exp_m1());
+        return;
+    }
+    for v in values.iter_mut() {
         let x = *v;
-        let n = (x * LOG2_E + ROUND) - ROUND;
-        let r = x - n * LN2_HI - n * LN2_LO;
-        let p = 1.0
-            + r * (1.0
-                + r * (0.5
-                    + r * (1.0 / 6.0
-                        + r * (1.0 / 24.0
-                            + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
-        // 2^n, n in [-126, 127]: the biased exponent n + 127 read off the low
-        // bits of (n + 127) + 2^23 (an integer cast would saturate, lane by lane)
-        let biased = (n + (127.0 + 8_388_608.0)).to_bits() - 0x4B00_0000;
-        *v = p * f32::from_bits(biased << 23);
+        // |x| < 1/2: the series to x^9 is exact to float32 there
+        let near = x
+            * (1.0
+                + x * (0.5
+                    + x * (1.0 / 6.0
+                        + x * (1.0 / 24.0
+                            + x * (1.0 / 120.0
+                                + x * (1.0 / 720.0
+                                    + x * (1.0 / 5040.0
+                                        + x * (1.0 / 40320.0 + x * (1.0 / 362_880.0)))))))));
+        let far = exp_f32_reduced(x) - 1.0;
+        *v = if x.abs() < 0.5 { near } else { far };
+    }
+}
+
+/// `ln(1 + x)` of every value without calls or branches (vector
+/// instructions): `1 + x = m 2^e` with `m` in [sqrt(1/2), sqrt(2)), `ln m` by
+/// the series of `2 atanh(s)`, `s = (m - 1) / (m + 1)`, and the rounding of
+/// `1 + x` corrected; within a few ulp of the standard library's `ln_1p`
+/// (tested). A slice with a value at or below -0.9999, above 1e30 or a NaN is
+/// left to the standard library.
+pub fn ln_1p_f32_in_place(values: &mut [f32]) {
+    // ln 2 split so that e * LN2_HI is exact for every exponent e here
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    // the bits of sqrt(1/2): subtracting them puts the exponent's step there
+    const SQRT_HALF_BITS: u32 = 0x3F35_04F3;
+    let outside = values
+        .iter()
+        .fold(false, |out, &x| out | !(x > -0.9999 && x <= 1e30));
+    if outside {
+        values.iter_mut().for_each(|v| *v = v.ln_1p());
+        return;
+    }
+    for v in values.iter_mut() {
+        let x = *v;
+        let u = 1.0 + x;
+        let shifted = u.to_bits().wrapping_sub(SQRT_HALF_BITS);
+        let e = ((shifted as i32) >> 23) as f32;
+        let m = f32::from_bits((shifted & 0x007F_FFFF).wrapping_add(SQRT_HALF_BITS));
+        let f = m - 1.0;
+        let s = f / (2.0 + f);
+        let s2 = s * s;
+        let tail = s2 * (2.0 / 3.0 + s2 * (2.0 / 5.0 + s2 * (2.0 / 7.0 + s2 * (2.0 / 9.0))));
+        let ln_m = f - s * (f - tail);
+        // what 1 + x lost to rounding, to first order
+        let lost = (x - (u - 1.0)) / u;
+        *v = e * LN2_HI + (e * LN2_LO + ln_m + lost);
+    }
+}
+
+/// `ln(1 + x)` of every value (float64 keeps the standard library's).
+pub fn ln_1p_f64_in_place(values: &mut [f64]) {
+    for v in values.iter_mut() {
+        *v = v.ln_1p();
+    }
+}
+
+/// `exp(x) - 1` of every value (float64 keeps the standard library's).
+pub fn exp_m1_f64_in_place(values: &mut [f64]) {
+    for v in values.iter_mut() {
+        *v = v.exp_m1();
     }
 }
 
@@ -338,8 +464,12 @@ mod tests {
         }
     }
 
-    /// Distance in units in the last place between two positive floats.
+    /// Distance in units in the last place between two floats of one sign
+    /// (0 and -0 are one value).
     fn ulps(a: f32, b: f32) -> u32 {
+        if a == b {
+            return 0;
+        }
         a.to_bits().abs_diff(b.to_bits())
     }
 
@@ -366,6 +496,54 @@ mod tests {
         assert_eq!(edge[1], f32::INFINITY);
         assert_eq!(edge[2], (-100f32).exp());
         assert_eq!(edge[3], 0.25f32.exp());
+    }
+
+    /// The worst error of `fast` against `exact` over `xs`, in ulp.
+    fn worst_ulps(xs: &[f32], fast: fn(&mut [f32]), exact: fn(f32) -> f32) -> u32 {
+        let mut values = xs.to_vec();
+        // in slices of eight, as the lane kernels call them
+        for chunk in values.chunks_mut(8) {
+            fast(chunk);
+        }
+        xs.iter()
+            .zip(&values)
+            .map(|(&x, &v)| ulps(exact(x), v))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// A sweep of `[lo, hi]`, on a log scale out from 0 on both sides.
+    fn sweep(lo: f32, hi: f32) -> Vec<f32> {
+        let mut xs = vec![0.0, -0.0];
+        for i in 0..=100_000 {
+            let t = i as f32 / 100_000.0;
+            let magnitude = (1e-12f32).ln() * (1.0 - t) + t * hi.abs().max(lo.abs()).ln();
+            let m = magnitude.exp();
+            xs.extend([m, -m].into_iter().filter(|v| (lo..=hi).contains(v)));
+        }
+        xs.extend((0..=20_000).map(|i| lo + (hi - lo) * i as f32 / 20_000.0));
+        xs
+    }
+
+    #[test]
+    fn the_vector_exp_m1_and_ln_1p_are_within_a_few_ulp_of_the_standard_ones() {
+        let worst = worst_ulps(&sweep(-87.3, 88.0), exp_m1_f32_in_place, f32::exp_m1);
+        println!("exp_m1: worst error {worst} ulp");
+        assert!(worst <= 2, "exp_m1: worst error {worst} ulp");
+        let worst = worst_ulps(&sweep(-0.9999, 1e30), ln_1p_f32_in_place, f32::ln_1p);
+        println!("ln_1p: worst error {worst} ulp");
+        assert!(worst <= 2, "ln_1p: worst error {worst} ulp");
+        // outside their ranges, and NaN, the standard library answers
+        let mut edge = [f32::NAN, 100.0, -1.0, 0.25];
+        exp_m1_f32_in_place(&mut edge);
+        assert!(edge[0].is_nan());
+        assert_eq!(edge[1], f32::INFINITY);
+        assert_eq!(edge[2], (-1f32).exp_m1());
+        let mut edge = [f32::NAN, -1.0, 1e35, 0.25];
+        ln_1p_f32_in_place(&mut edge);
+        assert!(edge[0].is_nan());
+        assert_eq!(edge[1], f32::NEG_INFINITY);
+        assert_eq!(edge[2], 1e35f32.ln_1p());
     }
 
     #[test]

@@ -137,7 +137,12 @@ fn the_playground_trains_on_the_device_it_draws_with() {
         "read back over {frames} training frames with the view drawn on the GPU: {read} bytes ({full} full pictures of {per_full} bytes, {losses} bytes of losses)"
     );
     assert!(full < frames as u64, "every task was a full one");
-    assert!(read <= full * per_full + losses, "{read} bytes read back");
+    // (1 kB of slack: a task's losses may be read before its steps count;
+    // the samples alone would be 18 kB, the grid 80 kB)
+    assert!(
+        read <= full * per_full + losses + 1024,
+        "{read} bytes read back"
+    );
     // paused, the view is drawn once more from the model as it stands:
     // the grid's points are the CPU's flow of the latent grid
     h.get_by_label("Pause").click();

@@ -71,8 +71,9 @@ impl GpuViews {
     }
 
     /// Whether the device is emulated in software: there the density (a
-    /// flow evaluation per texel) is redrawn with the full pictures only,
-    /// a few times a second, so that training keeps its pace.
+    /// flow evaluation per texel, hundreds of thousands of them) is redrawn
+    /// only now and then while training, so that frames and steps keep
+    /// their pace.
     pub fn software(&self) -> bool {
         self.heatmap.context().software
     }

@@ -208,26 +208,31 @@ pub struct PictureJob {
     /// the model view drawn on the GPU, where the trainer's device draws
     /// the page
     pub gpu_views: Option<Rc<GpuViews>>,
-    /// the radial frame the grid follows (the last picture's model's)
+    /// the radial frame a light job's grid follows (the last picture's
+    /// model's; a full job reads the model first)
     pub geometry: Option<(DVec2, DVec2)>,
     /// whether the density on the metrics' grid and the model come back too
     pub full: bool,
+    /// whether the GPU's heat map is redrawn (the grid and samples always are)
+    pub density: bool,
 }
 
 impl PictureJob {
     /// A task's picture after `last`: with `gpu_views` the view is drawn on
     /// the device and only a `full` job reads anything back (the density on
     /// the metrics' grid, its peak and the model); without, everything the
-    /// views draw comes back.
+    /// views draw comes back. The GPU's heat map is redrawn where `density`.
     pub fn new(
         latent: Vec<f32>,
         gpu_views: Option<Rc<GpuViews>>,
         last: &Picture,
         full: bool,
+        density: bool,
     ) -> Self {
         Self {
             latent,
             full: full || gpu_views.is_none(),
+            density,
             gpu_views,
             geometry: last.model.as_ref().and_then(|(_, m)| radial_geometry(m)),
         }
@@ -243,19 +248,21 @@ impl GpuJob for PictureJob {
     /// for a full job; samples and the deformed grid through `x_from_z` read
     /// back where the device does not draw them.
     async fn run(self, trainer: &mut GpuTrainer, step: usize) -> Result<Option<Picture>, String> {
-        if let Some(views) = &self.gpu_views {
-            let density = self.full || !views.software();
-            views.draw(trainer, &self.latent, self.geometry, density)?;
-            if !self.full {
-                return Ok(None);
+        if !self.full {
+            if let Some(views) = &self.gpu_views {
+                views.draw(trainer, &self.latent, self.geometry, self.density)?;
             }
+            return Ok(None);
+        }
+        // the polar grid follows a radial flow's (trained) centre
+        let model = trainer.model_async().await;
+        let geometry = radial_geometry(&model);
+        if let Some(views) = &self.gpu_views {
+            views.draw(trainer, &self.latent, geometry, self.density)?;
         }
         let n = 96;
         let points: Vec<f32> = grid_points(n).into_iter().map(|v| v as f32).collect();
         let log_q = trainer.log_q_async(&points).await?;
-        // the polar grid follows a radial flow's (trained) centre
-        let model = trainer.model_async().await;
-        let geometry = radial_geometry(&model);
         let (lines, center) = grid_lines(geometry);
         let mut picture = Picture {
             log_q,

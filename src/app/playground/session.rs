@@ -49,6 +49,10 @@ const METRICS_INTERVAL: Duration = Duration::from_millis(300);
 /// the metrics' grid and the model come back this often while training.
 const FULL_PICTURE_INTERVAL: Duration = METRICS_INTERVAL;
 
+/// On an emulated GPU the heat map (a flow evaluation per texel) is redrawn
+/// this often while training: there it costs as much as many steps.
+const EMULATED_DENSITY_INTERVAL: Duration = Duration::from_secs(3);
+
 /// A playing run that makes no step for this long says so.
 const STALL: Duration = Duration::from_secs(5);
 
@@ -115,6 +119,8 @@ pub struct Session {
     last_full: Option<Instant>,
     /// how many full GPU pictures were asked for
     full_pictures: usize,
+    /// when the GPU's heat map was last asked to be redrawn
+    last_density: Option<Instant>,
 }
 
 /// How a run of `settings` on `target` trains.
@@ -183,6 +189,7 @@ impl Session {
             gpu_views: None,
             last_full: None,
             full_pictures: 0,
+            last_density: None,
         };
         let mut held_out_rng = Rng::seeded(session.settings.seed ^ 0x6865_6c64);
         if session.target.kind() == TargetKind::Samples {
@@ -323,8 +330,18 @@ impl Session {
             self.last_full = Some(Instant::now());
             self.full_pictures += 1;
         }
+        let emulated = self.gpu_views.as_ref().is_some_and(|v| v.software());
+        let density = !emulated
+            || !running
+            || self.picture_wanted
+            || self
+                .last_density
+                .is_none_or(|t| t.elapsed() >= EMULATED_DENSITY_INTERVAL);
+        if density {
+            self.last_density = Some(Instant::now());
+        }
         self.picture_wanted = false;
-        PictureJob::new(latent, self.gpu_views.clone(), &self.picture, full)
+        PictureJob::new(latent, self.gpu_views.clone(), &self.picture, full, density)
     }
 
     /// How many GPU tasks brought the density on the metrics' grid and the
