@@ -7,7 +7,7 @@
 
 /// Every shader file, by the name `#import` lines use. Shared pieces live in
 /// `lib/`; the others are kernels with their entry points.
-const FILES: [(&str, &str); 15] = [
+const FILES: [(&str, &str); 14] = [
     ("lib/scalar.wgsl", include_str!("shaders/lib/scalar.wgsl")),
     ("lib/stack.wgsl", include_str!("shaders/lib/stack.wgsl")),
     ("lib/gelu.wgsl", include_str!("shaders/lib/gelu.wgsl")),
@@ -17,15 +17,14 @@ const FILES: [(&str, &str); 15] = [
     ("column_sum.wgsl", include_str!("shaders/column_sum.wgsl")),
     ("conv3x3.wgsl", include_str!("shaders/conv3x3.wgsl")),
     (
-        "coupling_stacks.wgsl",
-        include_str!("shaders/coupling_stacks.wgsl"),
+        "coupling_layer.wgsl",
+        include_str!("shaders/coupling_layer.wgsl"),
     ),
     (
         "lattice_sites.wgsl",
         include_str!("shaders/lattice_sites.wgsl"),
     ),
     ("heatmap.wgsl", include_str!("shaders/heatmap.wgsl")),
-    ("matmul.wgsl", include_str!("shaders/matmul.wgsl")),
     ("overlay.wgsl", include_str!("shaders/overlay.wgsl")),
     ("radial_flow.wgsl", include_str!("shaders/radial_flow.wgsl")),
     ("scalar_eval.wgsl", include_str!("shaders/scalar_eval.wgsl")),

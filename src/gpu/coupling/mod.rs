@@ -1,11 +1,11 @@
 //! Training coupling flows on the GPU. A coupling layer is a dense ResNet
-//! conditioner (matrix products, `matmul.wgsl`) feeding scalar stacks on the
-//! active coordinates (`coupling_stacks.wgsl`), so a step is a fixed list of small
-//! dispatches, recorded once and replayed: per layer its conditioner and
-//! stacks forward; the loss; per layer backwards the conditioner again (only
-//! the layer snapshots are kept, so memory does not grow with depth x batch),
-//! the stacks' reverse mode and the conditioner's backward products (weight
-//! gradients are products that sum over the batch: no atomics); then the batch
+//! conditioner feeding scalar stacks on the active coordinates; on the GPU a
+//! layer is one dispatch (`coupling_layer.wgsl`: a workgroup takes a tile of
+//! samples through the conditioner and the stacks), so a step is a short fixed
+//! list of dispatches, recorded once and replayed: per layer forward; the loss;
+//! per layer backwards the layer again with its reverse modes (only the layer
+//! inputs are kept, so memory does not grow with depth x batch) and the sums
+//! over the batch that make its weight gradients (no atomics); then the batch
 //! sum and Adam. Every operation's settings sit in one uniform buffer, written
 //! once.
 
@@ -19,7 +19,7 @@ use crate::gpu::specialize::{energy_id, energy_value, stack_values};
 use crate::gpu::{GpuContext, shader};
 use crate::target::Target;
 use crate::train::TrainSettings;
-use ops::{Kernel, Layout, build_plan, max_out, work_bytes};
+use ops::{Kernel, Layout, TILE, build_plan, max_out, work_bytes};
 
 /// The largest display chunk, in points.
 const MAX_CHUNK: usize = 65_536;
@@ -51,21 +51,35 @@ fn compile(
         ("D", spec.dim.to_string()),
         ("NOUT", max_out(spec).to_string()),
     ]);
-    let stacks = shader::compose("coupling_stacks.wgsl", &values)?;
-    let matmul = shader::compose("matmul.wgsl", &[])?;
+    values.extend([
+        ("W", spec.width.to_string()),
+        ("DEPTH", spec.depth.to_string()),
+        ("TILE", TILE.to_string()),
+    ]);
+    let layer = shader::compose("coupling_layer.wgsl", &values)?;
     let sum = shader::compose("batch_sum.wgsl", &[])?;
     Ok(Pipelines::new(
         ctx,
         &[
-            (Kernel::Matmul, "coupling matmul", &matmul, "matmul_main"),
-            (Kernel::Couple, "coupling stacks", &stacks, "couple_main"),
             (
-                Kernel::CoupleBack,
-                "coupling stacks backward",
-                &stacks,
-                "couple_back_main",
+                Kernel::LayerForward,
+                "coupling layer forward",
+                &layer,
+                "layer_forward_main",
             ),
-            (Kernel::Loss, "coupling loss", &stacks, "loss_main"),
+            (
+                Kernel::LayerBackward,
+                "coupling layer backward",
+                &layer,
+                "layer_backward_main",
+            ),
+            (
+                Kernel::WeightGrad,
+                "coupling weight gradients",
+                &layer,
+                "weight_grad_main",
+            ),
+            (Kernel::Loss, "coupling loss", &layer, "loss_main"),
             (Kernel::Sum, "coupling sum", &sum, "sum_main"),
         ],
     ))
@@ -96,7 +110,11 @@ impl GpuCouplingTrainer {
                 target.dim()
             )));
         }
-        plan::check_fits(&ctx, settings.batch, work_bytes(&spec, settings.batch))?;
+        plan::check_fits(
+            &ctx,
+            settings.batch,
+            work_bytes(&spec, settings.batch, Purpose::Train(settings.loss)),
+        )?;
         if settings.batch > MAX_CHUNK * 16 {
             // (the work buffer's offsets are 32-bit words)
             return Err(GpuError::unsupported(format!(
@@ -193,7 +211,7 @@ impl GpuCouplingTrainer {
         }
         // the largest power-of-two chunk whose work buffer fits, no larger than needed
         let mut chunk = MAX_CHUNK.min(n.max(64).next_power_of_two());
-        while chunk > 64 && work_bytes(&spec, chunk) > DISPLAY_BYTES {
+        while chunk > 64 && work_bytes(&spec, chunk, purpose) > DISPLAY_BYTES {
             chunk /= 2;
         }
         let slot = match purpose {
@@ -230,7 +248,7 @@ impl GpuCouplingTrainer {
             plan.encode(&self.pipelines, encoder);
             encoder.copy_buffer_to_buffer(
                 &plan.work,
-                Layout::new(&spec, max_out(&spec), chunk).out as u64 * 4,
+                Layout::new(&spec, max_out(&spec), chunk, purpose).out as u64 * 4,
                 output,
                 (start * width * 4) as u64,
                 (m * width * 4) as u64,

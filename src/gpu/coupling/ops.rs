@@ -1,82 +1,58 @@
 //! The operation list of a coupling flow on the GPU: where every array sits in
 //! the work buffer ([`Layout`]), and the dispatches of a training step or a
-//! display pass ([`Planner`]), recorded as a [`Plan`].
+//! display pass ([`Planner`]), recorded as a [`Plan`]. Every layer is one
+//! dispatch forward (`coupling_layer.wgsl`: the conditioner and the stacks for
+//! a tile of samples) and two backward (the same again with the reverse modes,
+//! then the weight gradients' sums over the batch).
 
 use crate::flow::CouplingSpec;
 use crate::gpu::GpuContext;
 use crate::gpu::plan::{self, Op, Pipelines, Plan, Purpose};
 use crate::train::Loss;
 
+/// Samples a workgroup of the layer kernels takes through a layer.
+pub(super) const TILE: usize = 8;
+/// Threads a workgroup (the WGSL's `@workgroup_size`).
+const THREADS: usize = 64;
+/// The most workgroups along one dimension of a dispatch.
+const MAX_GROUPS: usize = 65_535;
+
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum Kernel {
-    Matmul,
-    Couple,
-    CoupleBack,
+    LayerForward,
+    LayerBackward,
+    WeightGrad,
     Loss,
     Sum,
 }
 
 impl plan::Kernel for Kernel {
     fn binds_params(self) -> bool {
-        self == Kernel::Matmul
+        matches!(self, Kernel::LayerForward | Kernel::LayerBackward)
     }
 
     fn binds_grad(self) -> bool {
-        matches!(self, Kernel::Matmul | Kernel::Sum)
+        matches!(self, Kernel::WeightGrad | Kernel::Sum)
     }
 }
 
-/// Where a matrix operand lives: offset, row stride, column stride (in floats).
-#[derive(Clone, Copy)]
-struct Operand(u32, u32, u32);
-
-// matmul.wgsl flags
-const GELU_A: u32 = 1;
-const ONES_COLUMN: u32 = 2;
-const ONES_ROW: u32 = 4;
-const B_PARAMS: u32 = 8;
-const C_GRAD: u32 = 16;
-const ADD_R: u32 = 1 << 5;
-const ADD_R_GELU_PRIME: u32 = 2 << 5;
-
-/// `C (m x n) = A (m x k) B (k x n)` with the flags of `matmul.wgsl`; R and H
-/// (offsets) share C's strides.
-fn matmul(
-    dims: [usize; 3],
-    flags: u32,
-    a: Operand,
-    b: Operand,
-    c: Operand,
-    rh: [u32; 2],
-) -> Op<Kernel> {
-    let [m, n, k] = dims;
-    let words = vec![
-        m as u32, n as u32, k as u32, flags, a.0, a.1, a.2, 0, b.0, b.1, b.2, 0, c.0, c.1, c.2, 0,
-        rh[0], rh[1], 0, 0,
-    ];
-    Op {
-        kernel: Kernel::Matmul,
-        words,
-        groups: [n.div_ceil(16) as u32, m.div_ceil(16) as u32],
-    }
-}
-
-fn sum_op(n: usize, loss: usize, n_grad: usize) -> Op<Kernel> {
-    Op {
-        kernel: Kernel::Sum,
-        words: plan::batch_sum_words(n, loss, n_grad),
-        groups: [1, 1],
-    }
+/// `groups` workgroups as a 2D grid (the kernels flatten it back).
+fn grid(groups: usize) -> [u32; 2] {
+    let total = groups.max(1);
+    let x = total.min(MAX_GROUPS);
+    [x as u32, total.div_ceil(x) as u32]
 }
 
 /// Offsets (in floats) of the arrays in a plan's work buffer, for `n` points.
+/// Display plans have no adjoints.
 pub(super) struct Layout {
     n: usize,
     ld: usize,
     hidden: usize,
+    acts: usize,
     raw: usize,
     raw_bar: usize,
-    h_bar: [usize; 2],
+    h_bar: usize,
     bar: usize,
     loss: usize,
     pub(super) out: usize,
@@ -84,20 +60,24 @@ pub(super) struct Layout {
 }
 
 impl Layout {
-    pub(super) fn new(spec: &CouplingSpec, n_out: usize, n: usize) -> Self {
-        let (d, w) = (spec.dim, spec.width);
+    pub(super) fn new(spec: &CouplingSpec, n_out: usize, n: usize, purpose: Purpose) -> Self {
+        let (d, w, depth) = (spec.dim, spec.width, spec.depth);
+        let training = matches!(purpose, Purpose::Train(_));
+        let adjoint = |size: usize| if training { size } else { 0 };
         let ld = (spec.layers + 1) * n * d;
         let hidden = ld + n;
-        let raw = hidden + (spec.depth + 1) * n * w;
+        let acts = hidden + (depth + 1) * n * w;
+        let raw = acts + depth * n * w;
         let raw_bar = raw + n * n_out;
-        let h_bar = [raw_bar + n * n_out, raw_bar + n * n_out + n * w];
-        let bar = h_bar[1] + n * w;
-        let loss = bar + n * d;
-        let out = loss + n;
+        let h_bar = raw_bar + adjoint(n * n_out);
+        let bar = h_bar + adjoint((depth + 1) * n * w);
+        let loss = bar + adjoint(n * d);
+        let out = loss + adjoint(n);
         Self {
             n,
             ld,
             hidden,
+            acts,
             raw,
             raw_bar,
             h_bar,
@@ -112,173 +92,73 @@ impl Layout {
     fn snap(&self, spec: &CouplingSpec, s: usize) -> usize {
         s * self.n * spec.dim
     }
-
-    fn hidden(&self, spec: &CouplingSpec, k: usize) -> usize {
-        self.hidden + k * self.n * spec.width
-    }
 }
 
 /// Builds the operation lists of one coupling flow.
 struct Planner<'a> {
     spec: &'a CouplingSpec,
-    /// conditioner outputs per sample, the widest layer's (the row stride of raw)
-    n_out: usize,
     lay: Layout,
     inv_n: f32,
 }
 
 impl Planner<'_> {
-    fn u(v: usize) -> u32 {
-        v as u32
-    }
-
-    /// The conditioner of layer `l` on snapshot `s`: hidden states and raw.
-    fn mlp_forward(&self, l: usize, s: usize, ops: &mut Vec<Op<Kernel>>) {
-        let (spec, lay, u) = (self.spec, &self.lay, Self::u);
-        let shape = spec.mlp(l);
-        let off = spec.layer_offset(l);
-        let (_, passive) = spec.split(l);
-        let (n, w, d) = (lay.n, spec.width, spec.dim);
-        let input = Operand(u(lay.snap(spec, s) + passive[0]), u(d), 2);
-        let (k0, _, rows, _) = shape.layer(0);
-        ops.push(matmul(
-            [n, w, rows + 1],
-            ONES_COLUMN | B_PARAMS,
-            input,
-            Operand(u(off + k0.start), u(w), 1),
-            Operand(u(lay.hidden(spec, 0)), u(w), 1),
-            [0, 0],
-        ));
-        for k in 1..=spec.depth {
-            let (kr, _, _, _) = shape.layer(k);
-            let prev = lay.hidden(spec, k - 1);
-            ops.push(matmul(
-                [n, w, w + 1],
-                GELU_A | ONES_COLUMN | B_PARAMS | ADD_R,
-                Operand(u(prev), u(w), 1),
-                Operand(u(off + kr.start), u(w), 1),
-                Operand(u(lay.hidden(spec, k)), u(w), 1),
-                [u(prev), 0],
-            ));
-        }
-        let (kr, _, _, cols) = shape.layer(spec.depth + 1);
-        ops.push(matmul(
-            [n, cols, w + 1],
-            ONES_COLUMN | B_PARAMS,
-            Operand(u(lay.hidden(spec, spec.depth)), u(w), 1),
-            Operand(u(off + kr.start), u(cols), 1),
-            Operand(u(lay.raw), u(self.n_out), 1),
-            [0, 0],
-        ));
-    }
-
-    /// Backward through layer `l`'s conditioner (its forward must be in place):
-    /// raw_bar into the parameter gradient, and into bar's passive coordinates.
-    fn mlp_backward(&self, l: usize, s: usize, ops: &mut Vec<Op<Kernel>>) {
-        let (spec, lay, u) = (self.spec, &self.lay, Self::u);
-        let shape = spec.mlp(l);
-        let off = spec.layer_offset(l);
-        let (_, passive) = spec.split(l);
-        let (n, w, d) = (lay.n, spec.width, spec.dim);
-        // the gradient buffer holds the loss first
-        let g = |start: usize| u(1 + off + start);
-        let (kr, _, _, cols) = shape.layer(spec.depth + 1);
-        ops.push(matmul(
-            [w + 1, cols, n],
-            ONES_ROW | C_GRAD,
-            Operand(u(lay.hidden(spec, spec.depth)), 1, u(w)),
-            Operand(u(lay.raw_bar), u(self.n_out), 1),
-            Operand(g(kr.start), u(cols), 1),
-            [0, 0],
-        ));
-        ops.push(matmul(
-            [n, w, cols],
-            B_PARAMS,
-            Operand(u(lay.raw_bar), u(self.n_out), 1),
-            Operand(u(off + kr.start), 1, u(cols)),
-            Operand(u(lay.h_bar[0]), u(w), 1),
-            [0, 0],
-        ));
-        let mut cur = 0;
-        for k in (1..=spec.depth).rev() {
-            let (kr, _, _, _) = shape.layer(k);
-            let prev = lay.hidden(spec, k - 1);
-            ops.push(matmul(
-                [w + 1, w, n],
-                GELU_A | ONES_ROW | C_GRAD,
-                Operand(u(prev), 1, u(w)),
-                Operand(u(lay.h_bar[cur]), u(w), 1),
-                Operand(g(kr.start), u(w), 1),
-                [0, 0],
-            ));
-            // residual block: h_bar(k-1) = h_bar(k) + (h_bar(k) W^T) gelu'(h(k-1))
-            ops.push(matmul(
-                [n, w, w],
-                B_PARAMS | ADD_R_GELU_PRIME,
-                Operand(u(lay.h_bar[cur]), u(w), 1),
-                Operand(u(off + kr.start), 1, u(w)),
-                Operand(u(lay.h_bar[1 - cur]), u(w), 1),
-                [u(lay.h_bar[cur]), u(prev)],
-            ));
-            cur = 1 - cur;
-        }
-        let (k0, _, rows, _) = shape.layer(0);
-        ops.push(matmul(
-            [rows + 1, w, n],
-            ONES_ROW | C_GRAD,
-            Operand(u(lay.snap(spec, s) + passive[0]), 2, u(d)),
-            Operand(u(lay.h_bar[cur]), u(w), 1),
-            Operand(g(k0.start), u(w), 1),
-            [0, 0],
-        ));
-        let bar_passive = u(lay.bar + passive[0]);
-        ops.push(matmul(
-            [n, rows, w],
-            B_PARAMS | ADD_R,
-            Operand(u(lay.h_bar[cur]), u(w), 1),
-            Operand(u(off + k0.start), 1, u(w)),
-            Operand(bar_passive, u(d), 2),
-            [bar_passive, 0],
-        ));
-    }
-
-    /// coupling_stacks.wgsl's settings for layer `l` applied as the `s`-th layer.
-    fn couple_op(&self, kernel: Kernel, l: usize, s: usize, z_from_x: bool) -> Op<Kernel> {
-        let (spec, lay, u) = (self.spec, &self.lay, Self::u);
-        let (active, _) = spec.split(l);
-        let words = vec![
+    /// coupling_layer.wgsl's settings for layer `l` applied as the `s`-th layer.
+    fn layer_words(&self, l: usize, s: usize, z_from_x: bool) -> Vec<u32> {
+        let (spec, lay) = (self.spec, &self.lay);
+        let u = |v: usize| v as u32;
+        let (active, passive) = spec.split(l);
+        vec![
             u(lay.n),
             u(lay.snap(spec, s)),
             u(lay.snap(spec, s + 1)),
-            u(lay.raw),
-            u(active[0]),
-            u(active.len()),
-            u32::from(!z_from_x),
             u(lay.ld),
             u(lay.bar),
+            u(lay.raw),
             u(lay.raw_bar),
-            self.inv_n.to_bits(),
-            0,
+            u(active[0]),
+            u(active.len()),
+            u(passive[0]),
+            u(passive.len()),
+            u32::from(!z_from_x),
             u32::from(s == 0),
+            self.inv_n.to_bits(),
+            u(spec.layer_offset(l)),
+            u(lay.hidden),
+            u(lay.acts),
+            u(lay.h_bar),
+            0,
             u(lay.loss),
             u(lay.out),
             u(lay.snap(spec, 0)),
-        ];
+            0,
+            0,
+        ]
+    }
+
+    fn layer_op(&self, kernel: Kernel, l: usize, s: usize, z_from_x: bool) -> Op<Kernel> {
+        let groups = match kernel {
+            Kernel::WeightGrad => grid(self.spec.mlp(l).n_params().div_ceil(THREADS)),
+            _ => grid(self.lay.n.div_ceil(TILE)),
+        };
         Op {
             kernel,
-            words,
-            groups: [lay.n.div_ceil(64) as u32, 1],
+            words: self.layer_words(l, s, z_from_x),
+            groups,
         }
     }
 
-    /// The last operations: the loss (mode 0 forward KL, 1 reverse KL) or a
+    /// The last operation: the loss (mode 0 forward KL, 1 reverse KL) or a
     /// display output (2 log q, 3 x and log det) from the final snapshot.
     fn loss_op(&self, mode: u32) -> Op<Kernel> {
-        let (spec, lay, u) = (self.spec, &self.lay, Self::u);
-        let mut op = self.couple_op(Kernel::Loss, 0, spec.layers, true);
-        op.words[1] = u(lay.snap(spec, spec.layers));
-        op.words[11] = mode;
-        op
+        let (spec, lay) = (self.spec, &self.lay);
+        let mut words = self.layer_words(0, spec.layers, true);
+        words[1] = lay.snap(spec, spec.layers) as u32;
+        words[18] = mode;
+        Op {
+            kernel: Kernel::Loss,
+            words,
+            groups: [lay.n.div_ceil(THREADS) as u32, 1],
+        }
     }
 
     fn ops(&self, purpose: Purpose) -> Vec<Op<Kernel>> {
@@ -291,8 +171,7 @@ impl Planner<'_> {
         };
         let mut ops = Vec::new();
         for (s, &l) in order.iter().enumerate() {
-            self.mlp_forward(l, s, &mut ops);
-            ops.push(self.couple_op(Kernel::Couple, l, s, z_from_x));
+            ops.push(self.layer_op(Kernel::LayerForward, l, s, z_from_x));
         }
         let mode = match purpose {
             Purpose::Train(Loss::ForwardKl) => 0,
@@ -305,21 +184,21 @@ impl Planner<'_> {
             return ops;
         }
         for (s, &l) in order.iter().enumerate().rev() {
-            // the last layer's conditioner activations are still in place
-            if s + 1 < order.len() {
-                self.mlp_forward(l, s, &mut ops);
-            }
-            ops.push(self.couple_op(Kernel::CoupleBack, l, s, z_from_x));
-            self.mlp_backward(l, s, &mut ops);
+            ops.push(self.layer_op(Kernel::LayerBackward, l, s, z_from_x));
+            ops.push(self.layer_op(Kernel::WeightGrad, l, s, z_from_x));
         }
-        ops.push(sum_op(self.lay.n, self.lay.loss, spec.n_params()));
+        ops.push(Op {
+            kernel: Kernel::Sum,
+            words: plan::batch_sum_words(self.lay.n, self.lay.loss, spec.n_params()),
+            groups: [1, 1],
+        });
         ops
     }
 }
 
-/// The bytes of the work buffer for `n` points.
-pub(super) fn work_bytes(spec: &CouplingSpec, n: usize) -> u64 {
-    Layout::new(spec, max_out(spec), n).total as u64 * 4
+/// The bytes of the work buffer of a `purpose` plan for `n` points.
+pub(super) fn work_bytes(spec: &CouplingSpec, n: usize, purpose: Purpose) -> u64 {
+    Layout::new(spec, max_out(spec), n, purpose).total as u64 * 4
 }
 
 pub(super) fn max_out(spec: &CouplingSpec) -> usize {
@@ -340,8 +219,7 @@ pub(super) fn build_plan(
 ) -> Plan<Kernel> {
     let planner = Planner {
         spec,
-        n_out: max_out(spec),
-        lay: Layout::new(spec, max_out(spec), n),
+        lay: Layout::new(spec, max_out(spec), n, purpose),
         inv_n: 1.0 / n as f32,
     };
     let ops = planner.ops(purpose);
