@@ -110,6 +110,8 @@ fn gpu_z2_lattice_flows_match_the_cpu() {
         (4, Family::CubicRational, 2, phi4(4, -4.0, 2.0)),
         (6, Family::Cubic, 1, phi4(6, 1.0, 0.5)),
         (4, Family::Affine, 0, phi4(4, -4.0, 8.0)),
+        // more sites than a workgroup has threads
+        (12, Family::Sinh, 1, phi4(12, -4.0, 2.0)),
     ] {
         let spec = LatticeSpec {
             conv: flowplay::flow::ConvDesign::default(),
@@ -154,6 +156,8 @@ fn gpu_lattice_training_lowers_the_loss_and_keeps_z2() {
         panic!("the GPU trainer returned another kind of flow")
     };
     assert_eq!(trained.spec, spec);
+    // a dispatch a layer forward, two backward, the loss, the batch sum, Adam
+    assert_eq!(gpu.dispatches_per_step(), 3 * spec.layers + 3);
     let z: Vec<f64> = (0..16).map(|_| rng.normal()).collect();
     let minus: Vec<f64> = z.iter().map(|v| -v).collect();
     let (mut x, mut y, mut ld) = (vec![0.0; 16], vec![0.0; 16], vec![0.0; 1]);

@@ -7,7 +7,7 @@
 
 /// Every shader file, by the name `#import` lines use. Shared pieces live in
 /// `lib/`; the others are kernels with their entry points.
-const FILES: [(&str, &str); 14] = [
+const FILES: [(&str, &str); 13] = [
     ("lib/scalar.wgsl", include_str!("shaders/lib/scalar.wgsl")),
     ("lib/stack.wgsl", include_str!("shaders/lib/stack.wgsl")),
     ("lib/gelu.wgsl", include_str!("shaders/lib/gelu.wgsl")),
@@ -15,14 +15,13 @@ const FILES: [(&str, &str); 14] = [
     ("adam.wgsl", include_str!("shaders/adam.wgsl")),
     ("batch_sum.wgsl", include_str!("shaders/batch_sum.wgsl")),
     ("column_sum.wgsl", include_str!("shaders/column_sum.wgsl")),
-    ("conv3x3.wgsl", include_str!("shaders/conv3x3.wgsl")),
     (
         "coupling_layer.wgsl",
         include_str!("shaders/coupling_layer.wgsl"),
     ),
     (
-        "lattice_sites.wgsl",
-        include_str!("shaders/lattice_sites.wgsl"),
+        "lattice_layer.wgsl",
+        include_str!("shaders/lattice_layer.wgsl"),
     ),
     ("heatmap.wgsl", include_str!("shaders/heatmap.wgsl")),
     ("overlay.wgsl", include_str!("shaders/overlay.wgsl")),
@@ -164,10 +163,10 @@ mod tests {
 
     #[test]
     fn every_file_composes_with_its_imports_once_and_before_their_users() {
-        let source = compose("lattice_sites.wgsl", &lattice_values()).unwrap();
+        let source = compose("lattice_layer.wgsl", &lattice_values()).unwrap();
         let at = |name: &str| source.find(&format!("// ---- {name}\n")).unwrap();
         assert!(at("lib/scalar.wgsl") < at("lib/stack.wgsl"));
-        assert!(at("lib/stack.wgsl") < at("lattice_sites.wgsl"));
+        assert!(at("lib/stack.wgsl") < at("lattice_layer.wgsl"));
         assert_eq!(source.matches("// ---- lib/scalar.wgsl").count(), 1);
         assert!(!source.contains("#import"));
     }
@@ -189,9 +188,9 @@ mod tests {
         let mut values = lattice_values();
         values.push(("MISSPELT", "1".into()));
         assert_eq!(
-            compose("lattice_sites.wgsl", &values),
+            compose("lattice_layer.wgsl", &values),
             Err(ShaderError::UnusedValue {
-                root: "lattice_sites.wgsl".into(),
+                root: "lattice_layer.wgsl".into(),
                 name: "MISSPELT".into()
             })
         );
@@ -218,6 +217,8 @@ mod tests {
         let mut values = super::super::specialize::stack_values(&stack).unwrap();
         values.extend([
             ("COPIES", "1".to_string()),
+            ("W", "8".to_string()),
+            ("DEPTH", "1".to_string()),
             ("M2", "-4.0".to_string()),
             ("LAMBDA", "8.0".to_string()),
             ("ODD", "0u, 0u, 0u, 0u, 0u".to_string()),

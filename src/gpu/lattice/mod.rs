@@ -1,13 +1,16 @@
 //! Training lattice coupling flows on the phi^4 field on the GPU, by reverse
-//! KL. A layer is a convolutional conditioner (`conv3x3.wgsl`: periodic 3 x 3
-//! convolutions computed directly, with a workgroup reduction per weight for
-//! the gradient) feeding the scalar stacks of the active sites
-//! (`lattice_sites.wgsl`). As for the coupling flows ([`super::coupling`]), a step
-//! is a fixed list of dispatches recorded once and replayed: per layer the
-//! masked input, the conditioner and the stacks; the action and the loss; per
-//! layer backwards the conditioner again (only the field snapshots are kept),
-//! the stacks' reverse mode, the conditioner's backward passes and the passive
-//! sites' adjoints; then the batch sum and Adam.
+//! KL. A layer is a convolutional conditioner (periodic 3 x 3 convolutions
+//! computed directly) feeding the scalar stacks of the active sites. The
+//! convolutions mix neighbouring sites, so `lattice_layer.wgsl` gives each
+//! field a workgroup of its own, which takes it through a whole layer; as for
+//! the coupling flows ([`super::coupling`]) a step is a fixed list of
+//! dispatches recorded once and replayed: a dispatch per layer forward, the
+//! action and the loss, per layer backwards the conditioner again (only the
+//! field snapshots are kept) with the stacks' reverse mode and the adjoints
+//! down to the passive sites, then that layer's weight gradients (a sum over
+//! the batch, a workgroup an entry); last the batch sum and Adam. A field is
+//! never split over workgroups, so a real GPU is kept busy by the batch, not
+//! by the lattice.
 
 mod ops;
 
@@ -22,8 +25,8 @@ use crate::target::phi4::Phi4;
 use crate::train::{Loss, TrainSettings};
 use ops::{Kernel, Layout, build_plan, work_bytes};
 
-/// The shader of the per-site kernels, specialized for `spec` and `model`.
-fn site_source(spec: &LatticeSpec, model: &Phi4) -> Result<String, GpuError> {
+/// The shader of the layer kernels, specialized for `spec` and `model`.
+fn layer_source(spec: &LatticeSpec, model: &Phi4) -> Result<String, GpuError> {
     let n_raw = spec.stack.n_raw();
     let odd = match (spec.z2, spec.stack.odd_raw()) {
         (true, Some(mask)) => mask,
@@ -43,11 +46,13 @@ fn site_source(spec: &LatticeSpec, model: &Phi4) -> Result<String, GpuError> {
     let mut values = stack_values(&spec.stack)?;
     values.extend([
         ("COPIES", if spec.z2 { "2" } else { "1" }.to_string()),
+        ("W", spec.width.to_string()),
+        ("DEPTH", spec.depth.to_string()),
         ("M2", format!("{:?}", c.m2 as f32)),
         ("LAMBDA", format!("{:?}", c.lambda as f32)),
         ("ODD", odd),
     ]);
-    shader::compose("lattice_sites.wgsl", &values).map_err(GpuError::from)
+    shader::compose("lattice_layer.wgsl", &values).map_err(GpuError::from)
 }
 
 /// A lattice coupling flow's training state on the GPU (reverse KL on phi^4).
@@ -68,46 +73,30 @@ fn compile(
     spec: &LatticeSpec,
     theory: &Phi4,
 ) -> Result<Pipelines<Kernel>, GpuError> {
-    let site = site_source(spec, theory)?;
-    let conv = shader::compose("conv3x3.wgsl", &[])?;
+    let layer = layer_source(spec, theory)?;
     let sum = shader::compose("batch_sum.wgsl", &[])?;
     Ok(Pipelines::new(
         ctx,
         &[
-            (Kernel::Mask, "lattice mask", &site, "mask_main"),
-            (Kernel::Gelu, "lattice gelu", &conv, "gelu_main"),
             (
-                Kernel::ConvForward,
-                "lattice conv",
-                &conv,
-                "conv_forward_main",
+                Kernel::LayerForward,
+                "lattice layer forward",
+                &layer,
+                "layer_forward_main",
             ),
             (
-                Kernel::ConvInputGrad,
-                "lattice conv input grad",
-                &conv,
-                "conv_input_grad_main",
+                Kernel::LayerBackward,
+                "lattice layer backward",
+                &layer,
+                "layer_backward_main",
             ),
             (
-                Kernel::ConvWeightGrad,
-                "lattice conv weight grad",
-                &conv,
-                "conv_weight_grad_main",
+                Kernel::WeightGrad,
+                "lattice weight grad",
+                &layer,
+                "weight_grad_main",
             ),
-            (Kernel::Couple, "lattice stacks", &site, "couple_main"),
-            (
-                Kernel::CoupleBack,
-                "lattice stacks backward",
-                &site,
-                "couple_back_main",
-            ),
-            (
-                Kernel::PassiveBar,
-                "lattice passive adjoints",
-                &site,
-                "passive_bar_main",
-            ),
-            (Kernel::Loss, "lattice loss", &site, "loss_main"),
+            (Kernel::Loss, "lattice loss", &layer, "loss_main"),
             (Kernel::Sum, "lattice sum", &sum, "sum_main"),
         ],
     ))
@@ -149,7 +138,12 @@ impl GpuLatticeTrainer {
                 spec.size, theory.size
             )));
         }
-        plan::check_fits(&ctx, settings.batch, work_bytes(&spec, settings.batch))?;
+        let training = Purpose::Train(Loss::ReverseKl);
+        plan::check_fits(
+            &ctx,
+            settings.batch,
+            work_bytes(&spec, settings.batch, training),
+        )?;
         let pipelines = compile(&ctx, &spec, &theory)?;
         let batch = settings.batch;
         let opt = GpuOptimizer::new(&ctx, flow.params(), spec.volume(), target, settings)?;
@@ -158,7 +152,7 @@ impl GpuLatticeTrainer {
             &pipelines,
             &spec,
             batch,
-            Purpose::Train(Loss::ReverseKl),
+            training,
             [&opt.params, &opt.total],
         );
         Ok(Self {
@@ -196,7 +190,7 @@ impl GpuLatticeTrainer {
         if n == 0 {
             return Ok(Vec::new());
         }
-        if work_bytes(&self.spec, n) > plan::max_binding_bytes(&self.ctx) {
+        if work_bytes(&self.spec, n, purpose) > plan::max_binding_bytes(&self.ctx) {
             return Err(GpuError::unsupported(format!(
                 "{n} fields do not fit the GPU at once"
             )));
@@ -227,7 +221,7 @@ impl GpuLatticeTrainer {
             .ctx
             .read_back_async(
                 &plan.work,
-                Layout::new(&self.spec, n).display as u64 * 4,
+                Layout::new(&self.spec, n, purpose).display as u64 * 4,
                 (n * width * 4) as u64,
             )
             .await?;
