@@ -1,26 +1,32 @@
-//! Stacks of cubic-polynomial, cubic-rational and affine layers evaluated
-//! for [`LANES`] samples at once.
+//! Stacks of cubic-polynomial, cubic-rational, sinh and affine layers
+//! evaluated for [`LANES`] samples at once.
 //!
 //! [`Stack`](super::Stack)'s `_lanes` passes run several chains in lockstep,
 //! one layer at a time, but each lane still calls its own layer through the
 //! [`Scalar`] enum. Here a stack whose layers are all of the cubic, the
-//! cubic-rational or the affine family is packed column-wise: every parameter of layer `k`
-//! becomes an array with one entry per lane, and each layer is one
-//! straight-line loop over the lanes (no branches, no calls), which the
-//! compiler turns into vector instructions (SSE natively, WebAssembly's
-//! simd128 in the browser).
+//! cubic-rational, the sinh or the affine family is packed column-wise:
+//! every parameter of layer `k` becomes an array with one entry per lane, and
+//! each layer is one straight-line loop over the lanes (no branches, no
+//! calls), which the compiler turns into vector instructions (SSE natively,
+//! WebAssembly's simd128 in the browser).
 //!
-//! The arithmetic is the scalar family's, operation for operation: where the
+//! For the cubic, cubic-rational and affine families the arithmetic is the
+//! scalar family's, operation for operation: where the
 //! cubic's closed-form inverse leaves its range (a huge argument, NaN) a lane
 //! falls back to the scalar rule, and the cubic rational's inverse (a root of
 //! a cubic equation by cases) is the scalar rule lane by lane, so the results
-//! are the scalar ones to the last bit.
+//! are the scalar ones to the last bit. The sinh family's transcendental
+//! functions run as vector loops ([`Real::exp_m1_in_place`],
+//! [`Real::ln_1p_in_place`]), so its lanes agree with the scalar rule to
+//! float32 rounding, not to the bit; a lane far out (|(x - c) / s| >= 20, or
+//! an argument of asinh beyond 1e15) takes the scalar rule.
 //! The same lane-major trace layout as the `_lanes` passes (`traces[lane * K + k]`)
 //! lets a caller mix both.
 
 use super::affine::Affine;
 use super::cubic::Cubic;
 use super::cubic_rational::CubicRational;
+use super::sinh::Sinh;
 use super::{Family, LogSlopeSum, Scalar, Slope, Stack};
 use crate::real::Real;
 
@@ -49,8 +55,19 @@ const RATIONAL_RAW: usize = 3;
 /// Raw parameters of one affine layer.
 const AFFINE_RAW: usize = 2;
 
+/// Raw parameters of one sinh layer.
+const SINH_RAW: usize = 5;
+
 /// The most raw parameters a packed layer has.
-const MAX_RAW: usize = CUBIC_RAW;
+const MAX_RAW: usize = SINH_RAW;
+
+/// Where a sinh lane leaves the vector path: |(x - c) / s| at or beyond this
+/// (the scalar rule's own split), or asinh's argument beyond [`SINH_Z_RANGE`].
+const SINH_A_RANGE: f64 = 20.0;
+
+/// The largest asinh argument the vector path takes (its square stays finite
+/// in float32).
+const SINH_Z_RANGE: f64 = 1e15;
 
 /// Where the closed-form inverse's hyperbolic form needs no care (as the scalar rule).
 const G_INV_RANGE: f64 = 1e15;
@@ -345,6 +362,221 @@ impl<T: Real> RationalLanes<T> {
     }
 }
 
+/// One sinh layer's constants, one column per lane, with the exponentials of
+/// mu and nu both ways (the inverse is the map with (-beta, -nu, -mu)).
+#[derive(Clone, Copy, Debug)]
+struct SinhLanes<T> {
+    s: Lanes<T>,
+    beta: Lanes<T>,
+    c: Lanes<T>,
+    mu: Lanes<T>,
+    nu: Lanes<T>,
+    ds_draw: Lanes<T>,
+    dmu_draw: Lanes<T>,
+    dnu_draw: Lanes<T>,
+    e_mu: Lanes<T>,
+    e_nu: Lanes<T>,
+    e_neg_mu: Lanes<T>,
+    e_neg_nu: Lanes<T>,
+}
+
+/// One sinh evaluation per lane (see [`SinhLanes::eval`]).
+struct SinhEval<T> {
+    a: Lanes<T>,
+    /// asinh's argument
+    z: Lanes<T>,
+    /// asinh(z)
+    big_a: Lanes<T>,
+    /// log f'
+    logd: Lanes<T>,
+    /// tanh a
+    th_a: Lanes<T>,
+    /// lanes the vector path does not cover
+    far: [bool; LANES],
+}
+
+impl<T: Real> SinhLanes<T> {
+    fn new(scalar: Lanes<Sinh<T>>) -> Self {
+        let parts = scalar.map(|layer| layer.parts());
+        let column = |j: usize| std::array::from_fn(|i| parts[i][j]);
+        let (mu, nu): (Lanes<T>, Lanes<T>) = (column(3), column(4));
+        let mut e: [T; 4 * LANES] = std::array::from_fn(|i| match i / LANES {
+            0 => mu[i % LANES],
+            1 => nu[i % LANES],
+            2 => -mu[i % LANES],
+            _ => -nu[i % LANES],
+        });
+        T::exp_in_place(&mut e);
+        let part = |k: usize| std::array::from_fn(|i| e[k * LANES + i]);
+        Self {
+            s: column(0),
+            beta: column(1),
+            c: column(2),
+            mu,
+            nu,
+            ds_draw: column(5),
+            dmu_draw: column(6),
+            dnu_draw: column(7),
+            e_mu: part(0),
+            e_nu: part(1),
+            e_neg_mu: part(2),
+            e_neg_nu: part(3),
+        }
+    }
+
+    /// Lane `i`'s layer.
+    fn lane(&self, i: usize) -> Sinh<T> {
+        Sinh::from_parts([
+            self.s[i],
+            self.beta[i],
+            self.c[i],
+            self.mu[i],
+            self.nu[i],
+            self.ds_draw[i],
+            self.dmu_draw[i],
+            self.dnu_draw[i],
+        ])
+    }
+
+    /// The map at `x` per lane, forward (beta, mu, nu) or inverse (-beta, -nu,
+    /// -mu): `a = (x - c) / s`, `z = e^mu (e^nu sinh a + beta)`, `A = asinh z`
+    /// and `log f' = mu + nu + log cosh a - log cosh A`, where
+    /// `cosh A = sqrt(1 + z^2)`. Lanes marked `far` hold no meaningful values.
+    #[inline(always)]
+    fn eval(&self, x: &Lanes<T>, inverse: bool) -> SinhEval<T> {
+        let (one, half, ln2) = (T::one(), T::c(0.5), T::c(std::f64::consts::LN_2));
+        let (a_range, z_range) = (T::c(SINH_A_RANGE), T::c(SINH_Z_RANGE));
+        let a: Lanes<T> = std::array::from_fn(|i| (x[i] - self.c[i]) / self.s[i]);
+        // clamped so that far lanes cannot overflow the vector loops
+        let ac: Lanes<T> = a.map(|v| v.max(-a_range).min(a_range));
+        // sinh a = (expm1(a) - expm1(-a)) / 2, accurate near 0 too
+        let mut em: [T; 2 * LANES] =
+            std::array::from_fn(|i| if i < LANES { ac[i] } else { -ac[i - LANES] });
+        T::exp_m1_in_place(&mut em);
+        let mut e2: Lanes<T> = ac.map(|v| T::c(-2.0) * v.abs());
+        T::exp_in_place(&mut e2);
+        let (beta, e_mu, e_nu) = if inverse {
+            (self.beta.map(|b| -b), &self.e_neg_nu, &self.e_neg_mu)
+        } else {
+            (self.beta, &self.e_mu, &self.e_nu)
+        };
+        let sinh_a: Lanes<T> = std::array::from_fn(|i| half * (em[i] - em[LANES + i]));
+        let z: Lanes<T> = std::array::from_fn(|i| e_mu[i] * (e_nu[i] * sinh_a[i] + beta[i]));
+        // cosh a = 1 + (expm1(a) + expm1(-a)) / 2
+        let th_a = std::array::from_fn(|i| sinh_a[i] / (one + half * (em[i] + em[LANES + i])));
+        let far: [bool; LANES] = std::array::from_fn(|i| {
+            let (a, z) = (a[i], z[i]);
+            a.is_nan() || a.abs() >= a_range || z.is_nan() || z.abs() > z_range
+        });
+        let zc: Lanes<T> = z.map(|v| v.max(-z_range).min(z_range));
+        // ln1p of: e^(-2|a|) (log cosh a), |z| + z^2 / (1 + sqrt(1 + z^2))
+        // (asinh |z|) and z^2 (2 log cosh A)
+        let mut l: [T; 3 * LANES] = std::array::from_fn(|i| {
+            let k = i % LANES;
+            let z2 = zc[k] * zc[k];
+            match i / LANES {
+                0 => e2[k],
+                1 => zc[k].abs() + z2 / (one + (one + z2).sqrt()),
+                _ => z2,
+            }
+        });
+        T::ln_1p_in_place(&mut l);
+        let big_a = std::array::from_fn(|i| zc[i].sign_nonneg() * l[LANES + i]);
+        let logd = std::array::from_fn(|i| {
+            let mu_nu = if inverse {
+                -(self.mu[i] + self.nu[i])
+            } else {
+                self.mu[i] + self.nu[i]
+            };
+            let log_cosh_a = ac[i].abs() + l[i] - ln2;
+            mu_nu + log_cosh_a - half * l[2 * LANES + i]
+        });
+        SinhEval {
+            a,
+            z,
+            big_a,
+            logd,
+            th_a,
+            far,
+        }
+    }
+
+    /// `(f(x), log f'(x))` per lane ([`Sinh::x_from_z`]).
+    #[inline(always)]
+    fn x_from_z(&self, x: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
+        let e = self.eval(x, false);
+        let mut y: Lanes<T> = std::array::from_fn(|i| self.c[i] + self.s[i] * e.big_a[i]);
+        let mut logd = e.logd;
+        for i in 0..LANES {
+            if e.far[i] {
+                (y[i], logd[i]) = self.lane(i).x_from_z(x[i]);
+            }
+        }
+        (y, logd)
+    }
+
+    /// `(f^-1(y), log f'(f^-1(y)))` per lane ([`Sinh::z_from_x`]).
+    #[inline(always)]
+    fn z_from_x(&self, y: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
+        let e = self.eval(y, true);
+        let mut x: Lanes<T> = std::array::from_fn(|i| self.c[i] + self.s[i] * e.big_a[i]);
+        let mut logd: Lanes<T> = e.logd.map(|v| -v);
+        for i in 0..LANES {
+            if e.far[i] {
+                (x[i], logd[i]) = self.lane(i).z_from_x(y[i]);
+            }
+        }
+        (x, logd)
+    }
+
+    /// [`Sinh::partials`] per lane, at `x`: with `R = sqrt(1 + z^2) = cosh A`,
+    /// `tanh A = z / R` and `sech A = 1 / R`.
+    #[inline(always)]
+    fn partials_at(&self, x: &Lanes<T>) -> PartialsLanes<T> {
+        let mut p = PartialsLanes::zero();
+        let e = self.eval(x, false);
+        let mut slopes = e.logd;
+        T::exp_in_place(&mut slopes);
+        let one = T::one();
+        for (i, &fp) in slopes.iter().enumerate() {
+            let (s, a, z) = (self.s[i], e.a[i], e.z[i]);
+            let inv_r = one / (one + z * z).sqrt();
+            let th_big = z * inv_r;
+            let emu_over_r = self.e_mu[i] * inv_r;
+            let f_beta = s * emu_over_r;
+            let f_mu = s * th_big;
+            let f_nu = f_mu - self.beta[i] * f_beta;
+            let f_s = e.big_a[i] - a * fp;
+            let logd_x = (e.th_a[i] - th_big * fp) / s;
+            p.f_raw[0][i] = f_s * self.ds_draw[i];
+            p.f_raw[1][i] = f_beta;
+            p.f_raw[2][i] = one - fp;
+            p.f_raw[3][i] = f_mu * self.dmu_draw[i];
+            p.f_raw[4][i] = f_nu * self.dnu_draw[i];
+            p.logd_raw[0][i] = -a * logd_x * self.ds_draw[i];
+            p.logd_raw[1][i] = -th_big * emu_over_r;
+            p.logd_raw[2][i] = -logd_x;
+            p.logd_raw[3][i] = (one - th_big * th_big) * self.dmu_draw[i];
+            p.logd_raw[4][i] = (one - th_big * f_nu / s) * self.dnu_draw[i];
+            p.f_x[i] = fp;
+            p.logd_x[i] = logd_x;
+        }
+        for (i, &xi) in x.iter().enumerate() {
+            if e.far[i] {
+                let (mut f_raw, mut logd_raw) = ([T::zero(); SINH_RAW], [T::zero(); SINH_RAW]);
+                let scalar = self.lane(i).partials(xi, &mut f_raw, &mut logd_raw);
+                for j in 0..SINH_RAW {
+                    p.f_raw[j][i] = f_raw[j];
+                    p.logd_raw[j][i] = logd_raw[j];
+                }
+                p.f_x[i] = scalar.f_x;
+                p.logd_x[i] = scalar.logd_x;
+            }
+        }
+        p
+    }
+}
+
 /// One affine layer's constants, one column per lane.
 #[derive(Clone, Copy, Debug)]
 struct AffineLanes<T> {
@@ -403,6 +635,7 @@ enum SlopeLanes<T> {
 enum LayerLanes<T> {
     Cubic(CubicLanes<T>),
     Rational(RationalLanes<T>),
+    Sinh(SinhLanes<T>),
     Affine(AffineLanes<T>),
 }
 
@@ -411,6 +644,7 @@ impl<T: Real> LayerLanes<T> {
         match self {
             Self::Cubic(_) => CUBIC_RAW,
             Self::Rational(_) => RATIONAL_RAW,
+            Self::Sinh(_) => SINH_RAW,
             Self::Affine(_) => AFFINE_RAW,
         }
     }
@@ -420,6 +654,7 @@ impl<T: Real> LayerLanes<T> {
         match self {
             Self::Cubic(layer) => layer.x_from_z_value(x),
             Self::Rational(layer) => layer.x_from_z_ratio(x).0,
+            Self::Sinh(layer) => layer.x_from_z(x).0,
             Self::Affine(layer) => layer.x_from_z_value(x),
         }
     }
@@ -430,6 +665,10 @@ impl<T: Real> LayerLanes<T> {
         let (y, ratio) = match self {
             Self::Cubic(layer) => layer.x_from_z_ratio(x),
             Self::Rational(layer) => layer.x_from_z_ratio(x),
+            Self::Sinh(layer) => {
+                let (y, logd) = layer.x_from_z(x);
+                return (y, SlopeLanes::Log(logd));
+            }
             Self::Affine(layer) => return (layer.x_from_z_value(x), SlopeLanes::Log(layer.s)),
         };
         (y, SlopeLanes::Ratio(ratio))
@@ -441,6 +680,10 @@ impl<T: Real> LayerLanes<T> {
         let (x, ratio) = match self {
             Self::Cubic(layer) => layer.z_from_x_ratio(y),
             Self::Rational(layer) => layer.z_from_x_ratio(y),
+            Self::Sinh(layer) => {
+                let (x, logd) = layer.z_from_x(y);
+                return (x, SlopeLanes::Log(logd));
+            }
             Self::Affine(layer) => return (layer.z_from_x_value(y), SlopeLanes::Log(layer.s)),
         };
         (x, SlopeLanes::Ratio(ratio))
@@ -452,6 +695,7 @@ impl<T: Real> LayerLanes<T> {
         match self {
             Self::Cubic(layer) => layer.partials_at(x, y),
             Self::Rational(layer) => layer.partials_at(x),
+            Self::Sinh(layer) => layer.partials_at(x),
             Self::Affine(layer) => layer.partials_at(x),
         }
     }
@@ -488,7 +732,7 @@ impl<T: Real> SlopeSums<T> {
     }
 }
 
-/// A stack of cubic and cubic-rational layers packed lane by lane (see the
+/// A stack of layers of the packed families, lane by lane (see the
 /// module's notes), for up to [`LANES`] chains each with its own layers.
 /// Reused between blocks.
 #[derive(Debug, Default)]
@@ -556,6 +800,11 @@ impl<T: Real> PackedStack<T> {
                     _ => None,
                 })
                 .map(|c| LayerLanes::Rational(RationalLanes::new(c))),
+                Some(Scalar::Sinh(_)) => column(|i| match at(i) {
+                    Some(Scalar::Sinh(b)) => Some(*b),
+                    _ => None,
+                })
+                .map(|b| LayerLanes::Sinh(SinhLanes::new(b))),
                 _ => None,
             };
             match layer {
@@ -577,8 +826,12 @@ impl<T: Real> PackedStack<T> {
     /// packed family.
     pub fn build(&mut self, stack: &Stack, raws: &[T], lanes: usize) -> bool {
         self.clear();
-        let packable =
-            |f: &Family| matches!(f, Family::Cubic | Family::CubicRational | Family::Affine);
+        let packable = |f: &Family| {
+            matches!(
+                f,
+                Family::Cubic | Family::CubicRational | Family::Sinh | Family::Affine
+            )
+        };
         if lanes == 0 || lanes > LANES || !stack.layers().iter().all(packable) {
             return false;
         }
@@ -595,6 +848,10 @@ impl<T: Real> PackedStack<T> {
                 Family::Affine => LayerLanes::Affine(AffineLanes::new(std::array::from_fn(|i| {
                     let raw: [T; AFFINE_RAW] = std::array::from_fn(|j| raw_of(i, start + j));
                     Affine::from_raw(&raw)
+                }))),
+                Family::Sinh => LayerLanes::Sinh(SinhLanes::new(std::array::from_fn(|i| {
+                    let raw: [T; SINH_RAW] = std::array::from_fn(|j| raw_of(i, start + j));
+                    Sinh::from_raw(&raw)
                 }))),
                 _ => LayerLanes::Rational(RationalLanes::new(std::array::from_fn(|i| {
                     let raw: [T; RATIONAL_RAW] = std::array::from_fn(|j| raw_of(i, start + j));

@@ -60,6 +60,36 @@ impl<T: Real> Sinh<T> {
         }
     }
 
+    /// The layer's values: s, beta, c, mu, nu, then the derivatives of s, mu
+    /// and nu with respect to their raw parameters ([`Self::from_parts`] inverts it).
+    pub fn parts(&self) -> [T; 8] {
+        [
+            self.s,
+            self.beta,
+            self.c,
+            self.mu,
+            self.nu,
+            self.ds_draw,
+            self.dmu_draw,
+            self.dnu_draw,
+        ]
+    }
+
+    /// The layer of [`Self::parts`].
+    pub fn from_parts(parts: [T; 8]) -> Self {
+        let [s, beta, c, mu, nu, ds_draw, dmu_draw, dnu_draw] = parts;
+        Self {
+            s,
+            beta,
+            c,
+            mu,
+            nu,
+            ds_draw,
+            dmu_draw,
+            dnu_draw,
+        }
+    }
+
     pub fn raw_from_constrained(v: &[f64]) -> Vec<f64> {
         vec![
             softplus_inv(v[0] - S_MIN),
