@@ -4,7 +4,7 @@
 //! samples through the conditioner and the stacks), so a step is a short fixed
 //! list of dispatches, recorded once and replayed: per layer forward; the loss;
 //! per layer backwards the layer again with its reverse modes (only the layer
-//! inputs are kept, so memory does not grow with depth x batch) and the sums
+//! inputs are kept, so memory does not grow with layers x batch) and the sums
 //! over the batch that make its weight gradients (no atomics); then the batch
 //! sum and Adam. Every operation's settings sit in one uniform buffer, written
 //! once.
