@@ -142,6 +142,17 @@ impl<K: Kernel> Plan<K> {
     }
 }
 
+/// The most workgroups along one dimension of a dispatch.
+const MAX_GROUPS: usize = 65_535;
+
+/// `groups` workgroups as a 2D grid of dispatch sizes (the kernels flatten it
+/// back).
+pub fn grid(groups: usize) -> [u32; 2] {
+    let total = groups.max(1);
+    let x = total.min(MAX_GROUPS);
+    [x as u32, total.div_ceil(x) as u32]
+}
+
 /// `batch_sum.wgsl`'s settings: the `n` loss terms at `loss` into the batch
 /// loss, checking the `n_grad` gradient entries.
 pub fn batch_sum_words(n: usize, loss: usize, n_grad: usize) -> Vec<u32> {

@@ -7,15 +7,13 @@
 
 use crate::flow::CouplingSpec;
 use crate::gpu::GpuContext;
-use crate::gpu::plan::{self, Op, Pipelines, Plan, Purpose};
+use crate::gpu::plan::{self, Op, Pipelines, Plan, Purpose, grid};
 use crate::train::Loss;
 
 /// Samples a workgroup of the layer kernels takes through a layer.
 pub(super) const TILE: usize = 8;
 /// Threads a workgroup (the WGSL's `@workgroup_size`).
 const THREADS: usize = 64;
-/// The most workgroups along one dimension of a dispatch.
-const MAX_GROUPS: usize = 65_535;
 
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum Kernel {
@@ -34,13 +32,6 @@ impl plan::Kernel for Kernel {
     fn binds_grad(self) -> bool {
         matches!(self, Kernel::WeightGrad | Kernel::Sum)
     }
-}
-
-/// `groups` workgroups as a 2D grid (the kernels flatten it back).
-fn grid(groups: usize) -> [u32; 2] {
-    let total = groups.max(1);
-    let x = total.min(MAX_GROUPS);
-    [x as u32, total.div_ceil(x) as u32]
 }
 
 /// Offsets (in floats) of the arrays in a plan's work buffer, for `n` points.
