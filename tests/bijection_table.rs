@@ -795,10 +795,12 @@ fn packed_lanes_agree_with_the_scalar_lanes() {
             covered.push(name);
             // points from the centre of the data to where the closed form
             // hands over to the scalar rule (|g| beyond 1e15)
-            let points = [0.3f32, -1.7, 0.0, 4.2, -1e-30, 2e6, -7.5e5, 11.0];
-            let mut v0 = [0f32; LANES];
-            v0.copy_from_slice(&points);
-            let v0 = &v0[..n];
+            let points = [
+                0.3f32, -1.7, 0.0, 4.2, -1e-30, 2e6, -7.5e5, 11.0, -0.05, 1e-4, 2.5, -3.3, 7e3,
+                -0.9, 60.0, 1.1,
+            ];
+            let v0: Vec<f32> = (0..n).map(|i| points[i % points.len()]).collect();
+            let v0 = &v0[..];
             let bitwise = !stack.layers().contains(&Family::Sinh);
             for (how, packed, exact) in [
                 ("packed", &from_layers, bitwise),

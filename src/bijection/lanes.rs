@@ -24,14 +24,14 @@
 //! lets a caller mix both.
 
 use super::affine::Affine;
-use super::cubic::Cubic;
+use super::cubic::{Cubic, sinh_third};
 use super::cubic_rational::CubicRational;
 use super::sinh::Sinh;
 use super::{Family, LogSlopeSum, Scalar, Slope, Stack};
 use crate::real::Real;
 
 /// Samples evaluated together.
-pub const LANES: usize = 8;
+pub const LANES: usize = 16;
 
 /// One value per lane.
 type Lanes<T> = [T; LANES];
@@ -179,18 +179,17 @@ impl<T: Real> CubicLanes<T> {
     /// then the scalar rule for the lanes outside its range.
     #[inline(always)]
     fn g_inv(&self, w: &Lanes<T>) -> Lanes<T> {
-        let (one, range) = (T::one(), T::c(G_INV_RANGE));
+        let range = T::c(G_INV_RANGE);
+        let t: Lanes<T> = std::array::from_fn(|i| (self.inv_arg[i] * w[i]).abs());
         let mut out: Lanes<T> = std::array::from_fn(|i| {
-            let t = (self.inv_arg[i] * w[i]).abs().min(range);
-            let p = t + t * t / ((t * t + one).sqrt() + one);
-            let q = (one + p).cbrt_normal();
-            let qm1 = p / (q * q + q + one);
-            self.inv_scale[i] * w[i].sign_nonneg() * (qm1 * (q + one) / (T::c(2.0) * q))
+            self.inv_scale[i] * w[i].sign_nonneg() * sinh_third(t[i].min(range))
         });
-        for i in 0..LANES {
-            let t = (self.inv_arg[i] * w[i]).abs();
-            if t >= range || t.is_nan() {
-                out[i] = self.lane(i).g_inv(w[i]);
+        // one vector test, then lane by lane only when some lane is out of range
+        if !t.iter().fold(true, |inside, &t| inside & (t < range)) {
+            for i in 0..LANES {
+                if !(t[i] < range) {
+                    out[i] = self.lane(i).g_inv(w[i]);
+                }
             }
         }
         out
@@ -251,9 +250,11 @@ impl<T: Real> CubicLanes<T> {
             let v_b = d * (u * u + u * v + v * v) * inv_gv;
             let v_beta = inv_gv;
             let six_b = T::c(6.0) * b;
-            let logd_x = six_b * u / gu - six_b * v * inv_gv * fp;
-            let logd_a = one / gu - (one + six_b * v * v_a) * inv_gv;
-            let logd_b = T::c(3.0) * u * u / gu - (T::c(3.0) * v * v + six_b * v * v_b) * inv_gv;
+            let inv_gu = one / gu;
+            let logd_x = six_b * u * inv_gu - six_b * v * inv_gv * fp;
+            let logd_a = inv_gu - (one + six_b * v * v_a) * inv_gv;
+            let logd_b =
+                T::c(3.0) * u * u * inv_gu - (T::c(3.0) * v * v + six_b * v * v_b) * inv_gv;
             let logd_beta = -six_b * v * v_beta * inv_gv;
             p.f_raw[0][i] = v_a * self.da_draw[i];
             p.f_raw[1][i] = v_b * self.db_draw[i];
@@ -713,8 +714,18 @@ impl<T: Real> SlopeSums<T> {
     fn add(&mut self, slopes: &SlopeLanes<T>) {
         match slopes {
             SlopeLanes::Ratio(ratios) => {
+                // LogSlopeSum::add lane by lane, its range test as one vector
+                // test: the logarithm is rare
+                let mut inside = true;
                 for (sum, &r) in self.0.iter_mut().zip(ratios) {
-                    sum.add(Slope::Ratio(r));
+                    sum.product *= r;
+                    inside &= sum.product > T::c(LogSlopeSum::<T>::LOW)
+                        && sum.product < T::c(LogSlopeSum::<T>::HIGH);
+                }
+                if !inside {
+                    for sum in &mut self.0 {
+                        sum.renormalize();
+                    }
                 }
             }
             SlopeLanes::Log(logs) => {

@@ -233,13 +233,23 @@ impl<T: Real> LogSlopeSum<T> {
             Slope::Log(l) => self.log += l,
             Slope::Ratio(r) => {
                 self.product *= r;
-                // One layer's ratio stays within 1e+-13 for |x| up to 1e6, so the
-                // product never leaves float32's range before this check.
-                if !(self.product > T::c(1e-15) && self.product < T::c(1e15)) {
-                    self.log += self.product.ln();
-                    self.product = T::one();
-                }
+                self.renormalize();
             }
+        }
+    }
+
+    /// The product is moved into the logarithm outside `LOW..HIGH`.
+    pub(super) const LOW: f64 = 1e-15;
+    pub(super) const HIGH: f64 = 1e15;
+
+    /// Moves the product into the logarithm when it has left `LOW..HIGH`.
+    /// One layer's ratio stays within 1e+-13 for |x| up to 1e6, so the product
+    /// never leaves float32's range before this check.
+    #[inline(always)]
+    pub(super) fn renormalize(&mut self) {
+        if !(self.product > T::c(Self::LOW) && self.product < T::c(Self::HIGH)) {
+            self.log += self.product.ln();
+            self.product = T::one();
         }
     }
 
