@@ -46,8 +46,8 @@ pub trait Real:
     fn sqrt(self) -> Self;
     fn cbrt(self) -> Self;
     /// Cube root of a positive normal number whose cube-sized neighbours stay
-    /// finite (about 1e-25 to 1e25 in float32), without branches: the lane
-    /// kernels ([`crate::bijection::lanes`]) run it on several samples at once.
+    /// finite (about 1e-25 to 1e25 in float32), without branches: the core of
+    /// [`Self::cbrt`], which scales other inputs into that range first.
     fn cbrt_normal(self) -> Self;
     /// `x^(-1/3)` of a positive normal `x` whose cube stays finite (1 to 1e25 is
     /// the range the cubic family's inverse asks for), by a bit-level first
@@ -103,6 +103,7 @@ macro_rules! impl_real {
         $t:ty,
         $is32:expr,
         $bits:ty,
+        $ibits:ty,
         $magic:expr,
         $iters:expr,
         $rcbrt_magic:expr,
@@ -185,7 +186,10 @@ macro_rules! impl_real {
             }
             #[inline(always)]
             fn rcbrt_normal(self) -> Self {
-                let mut r = <$t>::from_bits($rcbrt_magic - self.to_bits() / 3);
+                // bits / 3 as a float product (to the guess's precision):
+                // vector units (simd128 above all) have no integer division
+                let third_bits = (self.to_bits() as $ibits as $t * (1.0 / 3.0)) as $ibits as $bits;
+                let mut r = <$t>::from_bits($rcbrt_magic - third_bits);
                 let third = self * (1.0 / 3.0);
                 for _ in 0..$rcbrt_iters {
                     r *= 4.0 / 3.0 - third * (r * r * r);
@@ -256,6 +260,7 @@ impl_real!(
     f32,
     true,
     u32,
+    i32,
     709_921_077,
     2,
     // the first guess within 3.5 %, then 2.3e-3, 1.1e-5, 2.4e-10
@@ -269,6 +274,7 @@ impl_real!(
     f64,
     false,
     u64,
+    i64,
     0x2A9F_7893_782D_A1CE,
     3,
     0x553E_F100_0000_0000,

@@ -187,7 +187,7 @@ impl<T: Real> CubicLanes<T> {
         // one vector test, then lane by lane only when some lane is out of range
         if !t.iter().fold(true, |inside, &t| inside & (t < range)) {
             for i in 0..LANES {
-                if !(t[i] < range) {
+                if t[i] >= range || t[i].is_nan() {
                     out[i] = self.lane(i).g_inv(w[i]);
                 }
             }
