@@ -215,16 +215,19 @@ fn both_backends(config: &flowplay::train::config::RunConfig) -> (f64, f64) {
     (g, c)
 }
 
-/// Training parity where the optimum is well defined: a direct radial flow on
+/// Training parity where the outcome is well defined: a direct radial flow on
 /// the annulus (one ring: the rings' several rings give the flow local optima
 /// that float32 rounding alone can choose between) lands within 0.03 nats of
-/// the CPU trainer.
+/// the CPU trainer after 500 steps. Later, at this learning rate, the run
+/// passes through loss spikes whose outcome rounding alone decides: at 1500
+/// steps two CPU builds that differ only in rounding gave 2.35 and 2.39 nats,
+/// float64 2.51; at 500 steps all three agree within 0.01.
 #[test]
 fn gpu_training_matches_the_cpu_trainer() {
     let (g, c) = both_backends(&recipe(
         Target::Annulus,
         flowplay::flow::FlowKind::Radial,
-        1500,
+        500,
     ));
     assert!((g - c).abs() <= 0.03, "GPU {g} vs CPU {c}");
 }
