@@ -49,10 +49,10 @@ pub trait Real:
     /// finite (about 1e-25 to 1e25 in float32), without branches: the core of
     /// [`Self::cbrt`], which scales other inputs into that range first.
     fn cbrt_normal(self) -> Self;
-    /// `x^(-1/3)` of a positive normal `x` whose cube stays finite (1 to 1e25 is
-    /// the range the cubic family's inverse asks for), by a bit-level first
-    /// guess and Newton steps `r (4 - x r^3) / 3`: no division, no branch, so
-    /// the lane kernels run it as vector instructions. Within a few ulp.
+    /// `x^(-1/3)` of a positive normal `x` up to about 1e25 (the cubic
+    /// family's inverse asks for 1 to 2e15), by a bit-level first guess and
+    /// Newton steps `r (4 - x r^3) / 3`: no division, no branch, so the lane
+    /// kernels run it as vector instructions. Within a few ulp.
     fn rcbrt_normal(self) -> Self;
     /// `exp` of every value in place, as one loop the compiler vectorizes:
     /// float32 by [`exp_f32_in_place`], float64 by the standard library.
