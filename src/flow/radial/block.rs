@@ -60,6 +60,9 @@ pub(super) struct Work<T> {
     /// the chain at 0 of a direct flow (the same for every sample)
     shared_f0: T,
     shared_trace0: Vec<T>,
+    /// the adjoint of the shared f(0), summed over every block of a run: one
+    /// reverse pass through its chain at the end serves them all
+    shared_f0_bar: T,
 }
 
 impl<T: Real> RadialFlow<T> {
@@ -109,6 +112,7 @@ impl<T: Real> RadialFlow<T> {
             zeros: [z; LANES],
             shared_f0,
             shared_trace0,
+            shared_f0_bar: z,
         }
     }
 
@@ -216,35 +220,57 @@ impl<T: Real> RadialFlow<T> {
     }
 
     /// Backward through the f(0) chains, given each lane's adjoint of f(0). With
-    /// one stack for every direction the adjoints add up and one pass serves all
-    /// lanes (its raw adjoints land in lane 0's slot, which sums like any other).
+    /// one stack for every direction the adjoints add up, and one pass at the
+    /// end of the run serves every block ([`Self::shared_offset_backward`]).
     fn offsets_backward(&self, work: &mut Work<T>, mut f0_bar: [T; LANES]) {
         let n = work.lanes;
         let k = self.spec.stack.len();
-        let lanes = if self.spec.conditioner == RadialConditioner::Direct {
-            f0_bar[0] = f0_bar[..n].iter().copied().sum();
-            1
-        } else {
-            n
-        };
-        if work.packed_ok && lanes == work.packed.lanes() {
+        if self.spec.conditioner == RadialConditioner::Direct {
+            work.shared_f0_bar += f0_bar[..n].iter().copied().sum::<T>();
+            return;
+        }
+        if work.packed_ok && n == work.packed.lanes() {
             work.packed.x_from_z_backward(
-                &work.trace0[..lanes * k],
-                &work.f0[..lanes],
-                &mut f0_bar[..lanes],
-                &work.zeros[..lanes],
+                &work.trace0[..n * k],
+                &work.f0[..n],
+                &mut f0_bar[..n],
+                &work.zeros[..n],
                 &mut work.raw_bar,
             );
             return;
         }
         self.spec.stack.x_from_z_backward_lanes(
-            &work.built[..lanes],
-            &work.trace0[..lanes * k],
-            &work.f0[..lanes],
-            &mut f0_bar[..lanes],
-            &work.zeros[..lanes],
+            &work.built[..n],
+            &work.trace0[..n * k],
+            &work.f0[..n],
+            &mut f0_bar[..n],
+            &work.zeros[..n],
             &mut work.raw_bar,
         );
+    }
+
+    /// The shared f(0)'s summed adjoint (a direct flow) back through its chain
+    /// into the body's gradient, once for the whole run.
+    fn shared_offset_backward(&self, work: &mut Work<T>, grad: &mut [T]) {
+        if self.spec.conditioner != RadialConditioner::Direct {
+            return;
+        }
+        let p = self.spec.stack.n_raw();
+        let mut bar = [std::mem::replace(&mut work.shared_f0_bar, T::zero())];
+        let raw_bar = &mut work.raw_bar[..p];
+        self.spec.stack.x_from_z_backward_lanes(
+            &work.built[..1],
+            &work.shared_trace0,
+            &[work.shared_f0],
+            &mut bar,
+            &work.zeros[..1],
+            raw_bar,
+        );
+        let g_body = &mut grad[2 * self.spec.dim..];
+        for (g, r) in g_body.iter_mut().zip(raw_bar.iter_mut()) {
+            *g += *r;
+            *r = T::zero();
+        }
     }
 
     /// Last phase of both directions' backward passes: the stack's raw adjoints
@@ -558,6 +584,9 @@ impl<T: Real> RadialFlow<T> {
                     block(self, inp, out, ld, &mut work, Some((&mut a, &mut **g)));
                 }
             }
+        }
+        if let Some((_, g)) = grad {
+            self.shared_offset_backward(&mut work, g);
         }
     }
 }
