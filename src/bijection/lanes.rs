@@ -718,9 +718,8 @@ impl<T: Real> SlopeSums<T> {
                 // test: the logarithm is rare
                 let mut inside = true;
                 for (sum, &r) in self.0.iter_mut().zip(ratios) {
-                    sum.product *= r;
-                    inside &= sum.product > T::c(LogSlopeSum::<T>::LOW)
-                        && sum.product < T::c(LogSlopeSum::<T>::HIGH);
+                    sum.multiply(r);
+                    inside &= sum.in_range();
                 }
                 if !inside {
                     for sum in &mut self.0 {

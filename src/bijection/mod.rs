@@ -238,16 +238,26 @@ impl<T: Real> LogSlopeSum<T> {
         }
     }
 
-    /// The product is moved into the logarithm outside `LOW..HIGH`.
-    pub(super) const LOW: f64 = 1e-15;
-    pub(super) const HIGH: f64 = 1e15;
+    /// Multiplies a plain ratio in without the range test: a caller that
+    /// tests several sums at once ([`Self::in_range`]) renormalizes after.
+    #[inline(always)]
+    pub(super) fn multiply(&mut self, r: T) {
+        self.product *= r;
+    }
 
-    /// Moves the product into the logarithm when it has left `LOW..HIGH`.
-    /// One layer's ratio stays within 1e+-13 for |x| up to 1e6, so the product
-    /// never leaves float32's range before this check.
+    /// Whether the product is still inside the range it is kept in,
+    /// 1e-15..1e15 (false for NaN). One layer's ratio stays within 1e+-13
+    /// for |x| up to 1e6, so the product never leaves float32's range before
+    /// this test.
+    #[inline(always)]
+    pub(super) fn in_range(&self) -> bool {
+        self.product > T::c(1e-15) && self.product < T::c(1e15)
+    }
+
+    /// Moves the product into the logarithm when it has left the range.
     #[inline(always)]
     pub(super) fn renormalize(&mut self) {
-        if !(self.product > T::c(Self::LOW) && self.product < T::c(Self::HIGH)) {
+        if !self.in_range() {
             self.log += self.product.ln();
             self.product = T::one();
         }
