@@ -186,9 +186,16 @@ macro_rules! impl_real {
             }
             #[inline(always)]
             fn rcbrt_normal(self) -> Self {
-                // bits / 3 as a float product (to the guess's precision):
-                // vector units (simd128 above all) have no integer division
-                let third_bits = (self.to_bits() as $ibits as $t * (1.0 / 3.0)) as $ibits as $bits;
+                // bits / 3: the form each target's vector unit has. simd128
+                // has a saturating float-to-integer conversion but no integer
+                // multiply-high, SSE the reverse (the compiler divides by a
+                // constant with a multiply-high, and converts a float with
+                // saturation lane by lane): either is exact enough for a guess.
+                let third_bits = if cfg!(target_arch = "wasm32") {
+                    (self.to_bits() as $ibits as $t * (1.0 / 3.0)) as $ibits as $bits
+                } else {
+                    self.to_bits() / 3
+                };
                 let mut r = <$t>::from_bits($rcbrt_magic - third_bits);
                 let third = self * (1.0 / 3.0);
                 for _ in 0..$rcbrt_iters {
