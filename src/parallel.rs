@@ -1,4 +1,7 @@
-//! Splitting work over the machine's cores (scoped threads; one thread in the browser).
+//! Splitting work over the machine's cores: rayon's pool natively, whose
+//! threads live across calls (a thread started each training step cost
+//! nearly as much as it saved), one thread in the browser (its workers are
+//! separate trainers, `crate::app::host`).
 
 /// Applies `f` to consecutive chunks of `items` (each a multiple of `stride`
 /// long) on up to `threads` threads; results come back in order.
@@ -14,19 +17,66 @@ pub fn map_chunks<T: Sync, R: Send>(
         return vec![f(items)];
     }
     let per = rows.div_ceil(threads) * stride;
-    let chunks: Vec<&[T]> = items.chunks(per).collect();
-    let f = &f;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = chunks[1..].iter().map(|c| s.spawn(move || f(c))).collect();
-        let mut out = vec![f(chunks[0])];
-        for h in handles {
-            match h.join() {
-                Ok(v) => out.push(v),
-                Err(e) => std::panic::resume_unwind(e),
+    let mut chunks: Vec<(&[T], Option<R>)> = items.chunks(per).map(|c| (c, None)).collect();
+    on_pool(&mut chunks, threads, |(chunk, out)| *out = Some(f(chunk)));
+    chunks.into_iter().filter_map(|(_, out)| out).collect()
+}
+
+/// Runs `f` on every item on a pool of `threads` threads (natively; in
+/// order on this thread in the browser), each item taken by whichever
+/// thread is free, and returns when all are done. A panic in any reaches the
+/// caller once the others have finished.
+fn on_pool<I: Send>(items: &mut [I], threads: usize, f: impl Fn(&mut I) + Sync) {
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(pool) = pool(threads) {
+        let f = &f;
+        pool.scope(|s| {
+            for item in items.iter_mut() {
+                s.spawn(move |_| f(item));
             }
+        });
+        return;
+    }
+    items.iter_mut().for_each(f);
+}
+
+/// Runs `f` on one of the threads of the pool of `threads` (natively; here
+/// in the browser), so that the work it splits there runs on the same
+/// threads, the one that runs `f` among them: the serial work between splits
+/// (a training step's batch, its optimizer step) then does not compete with
+/// the pool's idle threads for the cores.
+pub fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    #[cfg(not(target_arch = "wasm32"))]
+    if threads > 1 {
+        if let Some(pool) = pool(threads) {
+            return pool.install(f);
         }
-        out
-    })
+    }
+    f()
+}
+
+/// The pool of `threads` threads, started on first use and kept for the
+/// process's life (one per thread count asked for); `None` where the system
+/// refuses threads, and the caller then works alone.
+#[cfg(not(target_arch = "wasm32"))]
+fn pool(threads: usize) -> Option<std::sync::Arc<rayon::ThreadPool>> {
+    use std::sync::{Arc, Mutex};
+    static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
+    let mut pools = POOLS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, pool)) = pools.iter().find(|(n, _)| *n == threads) {
+        return Some(pool.clone());
+    }
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("flowplay-{i}"))
+            .build()
+            .ok()?,
+    );
+    pools.push((threads, pool.clone()));
+    Some(pool)
 }
 
 /// The fewest parts a training batch is split into, whatever the number of
@@ -92,37 +142,26 @@ pub fn map_some_parts_with<T: Sync, B: Send, R: Send>(
         buffers.resize_with(parts.len(), new_buffer);
     }
     let chosen = chosen.start.min(parts.len())..chosen.end.min(parts.len());
-    let mut work: Vec<(&[T], &mut B)> = parts[chosen.clone()]
+    let work: Vec<(&[T], &mut B)> = parts[chosen.clone()]
         .iter()
         .copied()
         .zip(buffers[chosen].iter_mut())
         .collect();
     let threads = threads.clamp(1, work.len().max(1));
-    let f = &f;
-    let run = |group: &mut [(&[T], &mut B)]| -> Vec<R> {
-        group
-            .iter_mut()
-            .map(|(part, buffer)| f(part, buffer))
-            .collect()
+    let mut results: Vec<Slot<T, B, R>> = work.into_iter().map(|part| (part, None)).collect();
+    let run = |((part, buffer), out): &mut Slot<T, B, R>| {
+        *out = Some(f(part, buffer));
     };
     if threads == 1 || cfg!(target_arch = "wasm32") {
-        return run(&mut work);
+        results.iter_mut().for_each(run);
+    } else {
+        on_pool(&mut results, threads, run);
     }
-    let per = work.len().div_ceil(threads).max(1);
-    let mut groups = work.chunks_mut(per);
-    let first = groups.next().unwrap_or_default();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = groups.map(|g| s.spawn(move || run(g))).collect();
-        let mut out = run(first);
-        for h in handles {
-            match h.join() {
-                Ok(v) => out.extend(v),
-                Err(e) => std::panic::resume_unwind(e),
-            }
-        }
-        out
-    })
+    results.into_iter().filter_map(|(_, out)| out).collect()
 }
+
+/// A part, its buffer, and its result once computed.
+type Slot<'a, T, B, R> = ((&'a [T], &'a mut B), Option<R>);
 
 /// How many parts [`map_parts`] splits `len` items (rows of `stride`) into.
 pub fn part_count(len: usize, stride: usize) -> usize {
@@ -177,6 +216,16 @@ mod tests {
                 "{len} items in rows of {stride}"
             );
         }
+    }
+
+    #[test]
+    #[should_panic(expected = "part 3 failed")]
+    fn a_panic_in_a_part_reaches_the_caller() {
+        let rows: Vec<u32> = (0..64).collect();
+        map_parts(&rows, 1, 2, |p| {
+            assert!(p[0] != 24, "part 3 failed");
+            p.len()
+        });
     }
 
     #[test]

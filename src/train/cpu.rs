@@ -256,10 +256,12 @@ fn part_loss_grad<T: Real>(
 
 impl<T: Real> Trainer for CpuTrainer<T> {
     fn step(&mut self) -> Result<f64, TrainError> {
-        let batch = self.draw_batch();
-        let parts = self.part_count(&batch);
-        let losses = self.compute_parts(&batch, 0..parts);
-        self.finish_step(&losses)
+        crate::parallel::on_threads(self.settings.threads, || {
+            let batch = self.draw_batch();
+            let parts = self.part_count(&batch);
+            let losses = self.compute_parts(&batch, 0..parts);
+            self.finish_step(&losses)
+        })
     }
 
     fn steps_done(&self) -> usize {
