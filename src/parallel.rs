@@ -26,32 +26,42 @@ pub fn map_chunks<T: Sync, R: Send>(
 /// order on this thread in the browser), each item taken by whichever
 /// thread is free, and returns when all are done. A panic in any reaches the
 /// caller once the others have finished.
+#[cfg(not(target_arch = "wasm32"))]
 fn on_pool<I: Send>(items: &mut [I], threads: usize, f: impl Fn(&mut I) + Sync) {
-    #[cfg(not(target_arch = "wasm32"))]
-    if let Some(pool) = pool(threads) {
-        let f = &f;
-        pool.scope(|s| {
-            for item in items.iter_mut() {
-                s.spawn(move |_| f(item));
-            }
-        });
-        return;
+    match pool(threads) {
+        Some(pool) => {
+            let f = &f;
+            pool.scope(|s| {
+                for item in items.iter_mut() {
+                    s.spawn(move |_| f(item));
+                }
+            });
+        }
+        None => items.iter_mut().for_each(f),
     }
+}
+
+#[cfg(target_arch = "wasm32")]
+fn on_pool<I: Send>(items: &mut [I], _threads: usize, f: impl Fn(&mut I) + Sync) {
     items.iter_mut().for_each(f);
 }
 
-/// Runs `f` on one of the threads of the pool of `threads` (natively; here
-/// in the browser), so that the work it splits there runs on the same
+/// Runs `f` on one of the threads of the pool of `threads` (natively; the
+/// browser's trainer runs it where it is), so that the work it splits there runs on the same
 /// threads, the one that runs `f` among them: the serial work between splits
 /// (a training step's batch, its optimizer step) then does not compete with
 /// the pool's idle threads for the cores.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
-    #[cfg(not(target_arch = "wasm32"))]
-    if threads > 1 {
-        if let Some(pool) = pool(threads) {
-            return pool.install(f);
-        }
+    match (threads > 1).then(|| pool(threads)).flatten() {
+        Some(pool) => pool.install(f),
+        None => f(),
     }
+}
+
+/// As the native [`on_threads`]: the browser's trainer has one thread.
+#[cfg(target_arch = "wasm32")]
+pub fn on_threads<R: Send>(_threads: usize, f: impl FnOnce() -> R + Send) -> R {
     f()
 }
 
