@@ -754,7 +754,9 @@ fn close32(a: f32, b: f32, scale: f32) -> bool {
 /// both directions and for the gradients; the others are refused.
 #[test]
 fn packed_lanes_agree_with_the_scalar_lanes() {
-    use flowplay::bijection::lanes::{LANES, PackedStack};
+    use flowplay::bijection::lanes::{
+        LANES, PackedStack, add_lane_major, to_lane_inner, to_lane_major,
+    };
     let mut rng = Rng::seeded(0x1a9e5);
     let mut covered = Vec::new();
     // and every packed family in one stack (layers of 2, 3, 4 and 5 raw values)
@@ -787,7 +789,10 @@ fn packed_lanes_agree_with_the_scalar_lanes() {
                 .collect();
             let (mut from_layers, mut from_raw) = (PackedStack::new(), PackedStack::new());
             let packs = from_layers.pack(&built);
-            assert_eq!(from_raw.build(&stack, &raws, n), packs, "{name}");
+            // the packed stacks take raw values, traces and raw adjoints lane-inner
+            let mut raws_inner = vec![0f32; p * LANES];
+            to_lane_inner(&raws, n, p, &mut raws_inner);
+            assert_eq!(from_raw.build(&stack, &raws_inner, n), packs, "{name}");
             if !packs {
                 assert_eq!(from_layers.lanes(), 0, "{name}");
                 continue;
@@ -815,9 +820,10 @@ fn packed_lanes_agree_with_the_scalar_lanes() {
                 };
                 // f(z) alone and with log f', and f^-1(x)
                 let (mut want, mut got) = (v0.to_vec(), v0.to_vec());
-                let (mut tw, mut tg) = (vec![0f32; n * k], vec![0f32; n * k]);
+                let (mut tw, mut tg_inner) = (vec![0f32; n * k], vec![0f32; k * LANES]);
+                let mut tg = vec![0f32; n * k];
                 Stack::x_from_z_value_lanes(&built, &mut want, &mut tw);
-                packed.x_from_z_value(&mut got, &mut tg);
+                packed.x_from_z_value(&mut got, &mut tg_inner);
                 for i in 0..n {
                     assert!(
                         same(want[i], got[i], 1.0),
@@ -831,11 +837,12 @@ fn packed_lanes_agree_with_the_scalar_lanes() {
                     let (mut lw, mut lg) = (vec![0f32; n], vec![0f32; n]);
                     if sampling {
                         Stack::x_from_z_lanes(&built, &mut want, &mut lw, &mut tw);
-                        packed.x_from_z(&mut got, &mut lg, &mut tg);
+                        packed.x_from_z(&mut got, &mut lg, &mut tg_inner);
                     } else {
                         Stack::z_from_x_lanes(&built, &mut want, &mut lw, &mut tw);
-                        packed.z_from_x(&mut got, &mut lg, &mut tg);
+                        packed.z_from_x(&mut got, &mut lg, &mut tg_inner);
                     }
+                    to_lane_major(&tg_inner, n, k, &mut tg);
                     for i in 0..n {
                         assert!(
                             same(want[i], got[i], 1.0),
@@ -858,15 +865,19 @@ fn packed_lanes_agree_with_the_scalar_lanes() {
                     let ld_bar: Vec<f32> = (0..n).map(|i| 0.5 - 0.1 * i as f32).collect();
                     let (mut bw, mut bg) = (vec![1f32; n], vec![1f32; n]);
                     let (mut rw, mut rg) = (vec![0f32; n * p], vec![0f32; n * p]);
+                    let mut rg_inner = vec![0f32; p * LANES];
+                    let mut tw_inner = vec![0f32; k * LANES];
+                    to_lane_inner(&tw, n, k, &mut tw_inner);
                     if sampling {
                         stack
                             .x_from_z_backward_lanes(&built, &tw, &ends, &mut bw, &ld_bar, &mut rw);
-                        packed.x_from_z_backward(&tw, &ends, &mut bg, &ld_bar, &mut rg);
+                        packed.x_from_z_backward(&tw_inner, &ends, &mut bg, &ld_bar, &mut rg_inner);
                     } else {
                         stack
                             .z_from_x_backward_lanes(&built, &tw, &ends, &mut bw, &ld_bar, &mut rw);
-                        packed.z_from_x_backward(&tw, &ends, &mut bg, &ld_bar, &mut rg);
+                        packed.z_from_x_backward(&tw_inner, &ends, &mut bg, &ld_bar, &mut rg_inner);
                     }
+                    add_lane_major(&rg_inner, n, p, &mut rg);
                     let scale = rw.iter().chain(&bw).fold(1f32, |m, v| m.max(v.abs()));
                     for i in 0..n {
                         assert!(

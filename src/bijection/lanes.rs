@@ -20,8 +20,12 @@
 //! [`Real::ln_1p_in_place`]), so its lanes agree with the scalar rule to
 //! float32 rounding, not to the bit; a lane far out (|(x - c) / s| >= 20, or
 //! an argument of asinh beyond 1e15) takes the scalar rule.
-//! The same lane-major trace layout as the `_lanes` passes (`traces[lane * K + k]`)
-//! lets a caller mix both.
+//!
+//! Traces, raw parameters and raw adjoints are lane-inner: row `k` (a layer,
+//! or a raw value) holds one value per lane, `[k * LANES + lane]`, so a layer
+//! reads and writes them as whole vectors. (The `_lanes` passes are
+//! lane-major, `[lane * K + k]`; [`to_lane_inner`], [`to_lane_major`] and
+//! [`add_lane_major`] convert where a caller mixes both.)
 
 use super::affine::Affine;
 use super::cubic::{Cubic, sinh_third};
@@ -35,6 +39,36 @@ pub const LANES: usize = 16;
 
 /// One value per lane.
 type Lanes<T> = [T; LANES];
+
+/// `lane_major` (`lanes` rows of `width`) into `lane_inner` (`width` rows of
+/// [`LANES`]), the padding lanes of each row left as they were.
+pub fn to_lane_inner<T: Copy>(lane_major: &[T], lanes: usize, width: usize, lane_inner: &mut [T]) {
+    for (lane, values) in lane_major.chunks_exact(width).take(lanes).enumerate() {
+        for (j, &v) in values.iter().enumerate() {
+            lane_inner[j * LANES + lane] = v;
+        }
+    }
+}
+
+/// The first `lanes` lanes of `lane_inner` (`width` rows of [`LANES`]) into
+/// `lane_major` (`lanes` rows of `width`).
+pub fn to_lane_major<T: Copy>(lane_inner: &[T], lanes: usize, width: usize, lane_major: &mut [T]) {
+    for (lane, values) in lane_major.chunks_exact_mut(width).take(lanes).enumerate() {
+        for (j, v) in values.iter_mut().enumerate() {
+            *v = lane_inner[j * LANES + lane];
+        }
+    }
+}
+
+/// Adds the first `lanes` lanes of `lane_inner` (`width` rows of [`LANES`])
+/// into `lane_major` (`lanes` rows of `width`).
+pub fn add_lane_major<T: Real>(lane_inner: &[T], lanes: usize, width: usize, lane_major: &mut [T]) {
+    for (lane, values) in lane_major.chunks_exact_mut(width).take(lanes).enumerate() {
+        for (j, v) in values.iter_mut().enumerate() {
+            *v += lane_inner[j * LANES + lane];
+        }
+    }
+}
 
 /// `layer(lane)` for every lane, when each lane has one (a packed layer
 /// takes every lane's layer of one family).
@@ -830,10 +864,11 @@ impl<T: Real> PackedStack<T> {
     }
 
     /// Builds the layers of `stack` for each of `lanes` chains from their raw
-    /// parameters (`raws`: chain after chain, `stack.n_raw()` each) straight
-    /// into packed form, the cubic's raw-to-constrained transforms as vector
-    /// instructions too. `false` (nothing packed) when a layer is of no
-    /// packed family.
+    /// parameters, lane-inner (raw value `r` of chain `i` at
+    /// `raws[r * LANES + i]`, `stack.n_raw() x LANES` values; the padding
+    /// lanes' are not read) straight into packed form, the cubic's
+    /// raw-to-constrained transforms as vector instructions too. `false`
+    /// (nothing packed) when a layer is of no packed family.
     pub fn build(&mut self, stack: &Stack, raws: &[T], lanes: usize) -> bool {
         self.clear();
         let packable = |f: &Family| {
@@ -845,8 +880,7 @@ impl<T: Real> PackedStack<T> {
         if lanes == 0 || lanes > LANES || !stack.layers().iter().all(packable) {
             return false;
         }
-        let n_raw = stack.n_raw();
-        let raw_of = |i: usize, j: usize| raws[i.min(lanes - 1) * n_raw + j];
+        let raw_of = |i: usize, j: usize| raws[j * LANES + i.min(lanes - 1)];
         for (k, family) in stack.layers().iter().enumerate() {
             let start = stack.layer_range(k).start;
             let layer = match family {
@@ -879,33 +913,43 @@ impl<T: Real> PackedStack<T> {
         self.lanes
     }
 
-    /// The packed chains' values, the rest padded with the first.
+    /// The packed chains' values, the rest padded with the last.
     fn load(&self, v: &[T]) -> Lanes<T> {
         std::array::from_fn(|i| v[i.min(self.lanes - 1)])
     }
 
-    /// As [`Stack::x_from_z_value_lanes`](super::Stack::x_from_z_value_lanes).
+    /// The packed chains' adjoints, the rest zero: a padding lane then adds
+    /// nothing to the raw adjoints (while the last chain's partials are finite).
+    fn load_adjoint(&self, v: &[T]) -> Lanes<T> {
+        std::array::from_fn(|i| if i < self.lanes { v[i] } else { T::zero() })
+    }
+
+    /// Row `k` of lane-inner `traces`.
+    fn row(traces: &[T], k: usize) -> Lanes<T> {
+        let mut row = [T::zero(); LANES];
+        row.copy_from_slice(&traces[k * LANES..(k + 1) * LANES]);
+        row
+    }
+
+    /// As [`Stack::x_from_z_value_lanes`](super::Stack::x_from_z_value_lanes),
+    /// with the traces lane-inner: layer `k`'s input of lane `i` at
+    /// `traces[k * LANES + i]` (`K x LANES` values, the padding lanes too).
     pub fn x_from_z_value(&self, v: &mut [T], traces: &mut [T]) {
-        let k_len = self.layers.len();
         let mut x = self.load(v);
         for (k, layer) in self.layers.iter().enumerate() {
-            for lane in 0..self.lanes {
-                traces[lane * k_len + k] = x[lane];
-            }
+            traces[k * LANES..(k + 1) * LANES].copy_from_slice(&x);
             x = layer.x_from_z_value(&x);
         }
         v[..self.lanes].copy_from_slice(&x[..self.lanes]);
     }
 
-    /// As [`Stack::x_from_z_lanes`](super::Stack::x_from_z_lanes).
+    /// As [`Stack::x_from_z_lanes`](super::Stack::x_from_z_lanes), the traces
+    /// lane-inner as in [`Self::x_from_z_value`].
     pub fn x_from_z(&self, v: &mut [T], ld: &mut [T], traces: &mut [T]) {
-        let k_len = self.layers.len();
         let mut x = self.load(v);
         let mut sums = SlopeSums::new();
         for (k, layer) in self.layers.iter().enumerate() {
-            for lane in 0..self.lanes {
-                traces[lane * k_len + k] = x[lane];
-            }
+            traces[k * LANES..(k + 1) * LANES].copy_from_slice(&x);
             let (y, slope) = layer.x_from_z_slope(&x);
             x = y;
             sums.add(&slope);
@@ -914,17 +958,15 @@ impl<T: Real> PackedStack<T> {
         sums.write(&mut ld[..self.lanes]);
     }
 
-    /// As [`Stack::z_from_x_lanes`](super::Stack::z_from_x_lanes).
+    /// As [`Stack::z_from_x_lanes`](super::Stack::z_from_x_lanes), the traces
+    /// lane-inner as in [`Self::x_from_z_value`].
     pub fn z_from_x(&self, v: &mut [T], ld: &mut [T], traces: &mut [T]) {
-        let k_len = self.layers.len();
         let mut x = self.load(v);
         let mut sums = SlopeSums::new();
         for (k, layer) in self.layers.iter().enumerate().rev() {
             let (z, slope) = layer.z_from_x_slope(&x);
             x = z;
-            for lane in 0..self.lanes {
-                traces[lane * k_len + k] = x[lane];
-            }
+            traces[k * LANES..(k + 1) * LANES].copy_from_slice(&x);
             sums.add(&slope);
         }
         v[..self.lanes].copy_from_slice(&x[..self.lanes]);
@@ -934,18 +976,18 @@ impl<T: Real> PackedStack<T> {
     /// Layer `k`'s input and output per lane from the traces (`last`: the
     /// stack's output in the sampling direction).
     fn layer_points(&self, traces: &[T], last: &[T], k: usize) -> (Lanes<T>, Lanes<T>) {
-        let k_len = self.layers.len();
-        let input = std::array::from_fn(|i| traces[i.min(self.lanes - 1) * k_len + k]);
-        let output = if k + 1 < k_len {
-            std::array::from_fn(|i| traces[i.min(self.lanes - 1) * k_len + k + 1])
+        let output = if k + 1 < self.layers.len() {
+            Self::row(traces, k + 1)
         } else {
             self.load(last)
         };
-        (input, output)
+        (Self::row(traces, k), output)
     }
 
-    /// As [`Stack::x_from_z_backward_lanes`](super::Stack::x_from_z_backward_lanes)
-    /// (`raw_bar` is `lanes x` the stack's raw count).
+    /// As [`Stack::x_from_z_backward_lanes`](super::Stack::x_from_z_backward_lanes),
+    /// lane-inner: the traces as [`Self::x_from_z`] wrote them, and the raw
+    /// adjoints added at `raw_bar[r * LANES + i]` for raw value `r` of lane
+    /// `i` (`n_raw x LANES` values; the padding lanes add zeros).
     pub fn x_from_z_backward(
         &self,
         traces: &[T],
@@ -954,16 +996,15 @@ impl<T: Real> PackedStack<T> {
         ld_bar: &[T],
         raw_bar: &mut [T],
     ) {
-        let n_raw = self.n_raw;
-        let ld_bar = self.load(ld_bar);
-        let mut b = self.load(bar);
+        let ld_bar = self.load_adjoint(ld_bar);
+        let mut b = self.load_adjoint(bar);
         for (k, layer) in self.layers.iter().enumerate().rev() {
             let (z, x) = self.layer_points(traces, out, k);
             let p = layer.partials_at(&z, &x);
-            for lane in 0..self.lanes {
-                let rb = &mut raw_bar[lane * n_raw + self.offsets[k]..][..layer.n_raw()];
-                for (j, r) in rb.iter_mut().enumerate() {
-                    *r += b[lane] * p.f_raw[j][lane] + ld_bar[lane] * p.logd_raw[j][lane];
+            let rows = &mut raw_bar[self.offsets[k] * LANES..];
+            for (j, row) in rows.chunks_exact_mut(LANES).take(layer.n_raw()).enumerate() {
+                for (i, r) in row.iter_mut().enumerate() {
+                    *r += b[i] * p.f_raw[j][i] + ld_bar[i] * p.logd_raw[j][i];
                 }
             }
             b = std::array::from_fn(|i| b[i] * p.f_x[i] + ld_bar[i] * p.logd_x[i]);
@@ -971,8 +1012,8 @@ impl<T: Real> PackedStack<T> {
         bar[..self.lanes].copy_from_slice(&b[..self.lanes]);
     }
 
-    /// As [`Stack::z_from_x_backward_lanes`](super::Stack::z_from_x_backward_lanes)
-    /// (`raw_bar` is `lanes x` the stack's raw count).
+    /// As [`Stack::z_from_x_backward_lanes`](super::Stack::z_from_x_backward_lanes),
+    /// lane-inner as [`Self::x_from_z_backward`].
     pub fn z_from_x_backward(
         &self,
         traces: &[T],
@@ -981,20 +1022,18 @@ impl<T: Real> PackedStack<T> {
         ld_bar: &[T],
         raw_bar: &mut [T],
     ) {
-        let n_raw = self.n_raw;
-        let ld_bar = self.load(ld_bar);
-        let mut b = self.load(bar);
+        let ld_bar = self.load_adjoint(ld_bar);
+        let mut b = self.load_adjoint(bar);
         for (k, layer) in self.layers.iter().enumerate() {
             let (z, y) = self.layer_points(traces, x, k);
             let p = layer.partials_at(&z, &y);
             // dz/dx = 1/f', dz/dθ = -f_θ/f'; ld = -log f'(z(x, θ), θ)
             let g: Lanes<T> = std::array::from_fn(|i| b[i] - ld_bar[i] * p.logd_x[i]);
             let inv_fx: Lanes<T> = std::array::from_fn(|i| T::one() / p.f_x[i]);
-            for lane in 0..self.lanes {
-                let rb = &mut raw_bar[lane * n_raw + self.offsets[k]..][..layer.n_raw()];
-                for (j, r) in rb.iter_mut().enumerate() {
-                    *r -= g[lane] * p.f_raw[j][lane] * inv_fx[lane]
-                        + ld_bar[lane] * p.logd_raw[j][lane];
+            let rows = &mut raw_bar[self.offsets[k] * LANES..];
+            for (j, row) in rows.chunks_exact_mut(LANES).take(layer.n_raw()).enumerate() {
+                for (i, r) in row.iter_mut().enumerate() {
+                    *r -= g[i] * p.f_raw[j][i] * inv_fx[i] + ld_bar[i] * p.logd_raw[j][i];
                 }
             }
             b = std::array::from_fn(|i| g[i] * inv_fx[i]);

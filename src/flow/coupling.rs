@@ -11,7 +11,7 @@
 use super::FlowError;
 use super::layers::{CouplingLayers, Direction, flow_through_layers};
 use super::nn::mlp::{MlpCache, MlpShape};
-use crate::bijection::lanes::{LANES, PackedStack};
+use crate::bijection::lanes::{LANES, PackedStack, add_lane_major, to_lane_inner, to_lane_major};
 use crate::bijection::{Family, Stack};
 use crate::real::Real;
 use crate::rng::Rng;
@@ -126,22 +126,26 @@ pub(super) fn transform_active<T: Real>(
     let mut x_side = vec![T::zero(); count];
     let mut built = Vec::with_capacity(k);
     let mut packed = PackedStack::new();
+    // a group's raw values and traces as the packed stack takes them (lane-inner)
+    let (mut raw_inner, mut trace_inner) = (vec![T::zero(); p * LANES], vec![T::zero(); k * LANES]);
     let at = |e: usize| element_slot(e, active, d);
     // elements in groups of LANES: packed where the family allows, else one by one
     for start in (0..count).step_by(LANES) {
         let m = LANES.min(count - start);
         let group = start..start + m;
-        if packed.build(stack, &raw[start * p..(start + m) * p], m) {
+        to_lane_inner(&raw[start * p..(start + m) * p], m, p, &mut raw_inner);
+        if packed.build(stack, &raw_inner, m) {
             let mut v = [T::zero(); LANES];
             let mut logd = [T::zero(); LANES];
             for (j, e) in group.clone().enumerate() {
                 v[j] = cur[at(e).1];
             }
-            let trace = &mut traces[start * k..(start + m) * k];
+            let trace = &mut trace_inner;
             match dir {
                 Direction::XFromZ => packed.x_from_z(&mut v[..m], &mut logd[..m], trace),
                 Direction::ZFromX => packed.z_from_x(&mut v[..m], &mut logd[..m], trace),
             }
+            to_lane_major(trace, m, k, &mut traces[start * k..(start + m) * k]);
             for (j, e) in group.enumerate() {
                 let (i, slot) = at(e);
                 let input = cur[slot];
@@ -200,11 +204,16 @@ pub(super) fn transform_active_backward<T: Real>(
     let count = n * active.len();
     let mut built = Vec::with_capacity(k);
     let mut packed = PackedStack::new();
+    // a group's raw values, traces and raw adjoints lane-inner
+    let mut raw_inner = vec![T::zero(); p * LANES];
+    let mut trace_inner = vec![T::zero(); k * LANES];
+    let mut bar_inner = vec![T::zero(); p * LANES];
     let at = |e: usize| element_slot(e, active, d);
     for start in (0..count).step_by(LANES) {
         let m = LANES.min(count - start);
         let group = start..start + m;
-        if packed.build(stack, &raw[start * p..(start + m) * p], m) {
+        to_lane_inner(&raw[start * p..(start + m) * p], m, p, &mut raw_inner);
+        if packed.build(stack, &raw_inner, m) {
             let mut b = [T::zero(); LANES];
             let mut lb = [T::zero(); LANES];
             for (j, e) in group.clone().enumerate() {
@@ -212,13 +221,20 @@ pub(super) fn transform_active_backward<T: Real>(
                 b[j] = bar[slot];
                 lb[j] = ld_bar[i];
             }
-            let tr = &trace.traces[start * k..(start + m) * k];
+            to_lane_inner(
+                &trace.traces[start * k..(start + m) * k],
+                m,
+                k,
+                &mut trace_inner,
+            );
             let x_side = &trace.x_side[group.clone()];
-            let g = &mut raw_bar[start * p..(start + m) * p];
+            let (tr, g) = (&trace_inner, &mut bar_inner);
+            g.iter_mut().for_each(|v| *v = T::zero());
             match dir {
                 Direction::XFromZ => packed.x_from_z_backward(tr, x_side, &mut b[..m], &lb[..m], g),
                 Direction::ZFromX => packed.z_from_x_backward(tr, x_side, &mut b[..m], &lb[..m], g),
             }
+            add_lane_major(g, m, p, &mut raw_bar[start * p..(start + m) * p]);
             for (j, e) in group.enumerate() {
                 bar[at(e).1] = b[j];
             }

@@ -3,7 +3,7 @@
 //! overlap in the CPU), in both directions with their reverse mode.
 
 use super::{EPS, MAX_ORDER, RadialConditioner, RadialFlow, needs_differences};
-use crate::bijection::lanes::PackedStack;
+use crate::bijection::lanes::{PackedStack, add_lane_major};
 use crate::bijection::{Scalar, Stack};
 use crate::flow::Adjoint;
 use crate::real::Real;
@@ -37,13 +37,25 @@ pub(super) struct Work<T> {
     /// whether `built[lane]` holds this block's layers (a packed Fourier block
     /// builds a lane's only when a scalar pass needs it)
     built_ok: [bool; LANES],
-    /// per lane: the Fourier conditioner's raw stack parameters
+    /// the Fourier conditioner's raw stack parameters, lane-inner (`P x
+    /// LANES`, as the packed stack takes them)
     raws: Vec<T>,
+    /// the raw adjoints of the scalar passes, lane-major (`lanes x P`)
     raw_bar: Vec<T>,
+    /// the raw adjoints of the packed passes, lane-inner (`P x LANES`); a
+    /// direct flow's are summed over a run's blocks and taken at its end
+    raw_bar_inner: Vec<T>,
     features: Vec<T>,
-    /// traces of the f(0) chains and of the main chains, lanes x K
+    /// traces of the f(0) chains and of the main chains (`K x LANES`):
+    /// lane-inner where the block is packed, else lane-major. A direct
+    /// flow's f(0) chain is `shared_trace0`, never copied here.
     trace0: Vec<T>,
     trace: Vec<T>,
+    /// one lane's raw values, f(0) trace and main trace, lane-major, for the
+    /// scalar rules that take them (the rare lanes near the centre)
+    lane_raw: Vec<T>,
+    lane_trace0: Vec<T>,
+    lane_trace: Vec<T>,
     f0: [T; LANES],
     chain_in: [T; LANES],
     chain_out: [T; LANES],
@@ -121,9 +133,13 @@ impl<T: Real> RadialFlow<T> {
             built_ok: [true; LANES],
             raws: vec![z; LANES * p],
             raw_bar: vec![z; LANES * p],
+            raw_bar_inner: vec![z; LANES * p],
             features: vec![z; LANES * self.spec.n_features()],
             trace0: vec![z; LANES * k],
             trace: vec![z; LANES * k],
+            lane_raw: vec![z; p],
+            lane_trace0: vec![z; k],
+            lane_trace: vec![z; k],
             f0: [z; LANES],
             chain_in: [z; LANES],
             chain_out: [z; LANES],
@@ -206,21 +222,29 @@ impl<T: Real> RadialFlow<T> {
                 let nf = 2 * order + 1;
                 let features = &mut work.features[lane * nf..(lane + 1) * nf];
                 Self::fourier(order, &work.u[lane], features);
-                // raw = W features, W stored feature-major (one row of P per feature)
-                let n_raw = self.spec.stack.n_raw();
-                let raw = &mut work.raws[lane * n_raw..(lane + 1) * n_raw];
-                raw.iter_mut().for_each(|r| *r = T::zero());
-                for (f, &phi) in features.iter().enumerate() {
-                    let column = &self.body()[f * n_raw..(f + 1) * n_raw];
-                    for (r, &w) in raw.iter_mut().zip(column) {
-                        *r += w * phi;
-                    }
-                }
                 work.built_ok[lane] = false;
             }
             work.f0[lane] = T::zero();
         }
         let n = work.lanes;
+        if let RadialConditioner::Fourier { order } = self.spec.conditioner {
+            // raw = W features for every lane at once (lane-inner), W stored
+            // feature-major (one row of P per feature); the padding lanes
+            // repeat the last
+            let nf = 2 * order + 1;
+            let n_raw = self.spec.stack.n_raw();
+            work.raws.iter_mut().for_each(|r| *r = T::zero());
+            for f in 0..nf {
+                let phi: [T; LANES] =
+                    std::array::from_fn(|lane| work.features[lane.min(n - 1) * nf + f]);
+                let column = &self.body()[f * n_raw..(f + 1) * n_raw];
+                for (row, &w) in work.raws.chunks_exact_mut(LANES).zip(column) {
+                    for (r, &phi) in row.iter_mut().zip(&phi) {
+                        *r += w * phi;
+                    }
+                }
+            }
+        }
         match self.spec.conditioner {
             RadialConditioner::Fourier { .. } => {
                 // straight into packed form where the family allows it
@@ -244,10 +268,35 @@ impl<T: Real> RadialFlow<T> {
     /// Builds lane `lane`'s layers into `built` if this block has not yet.
     pub(super) fn ensure_built(&self, work: &mut Work<T>, lane: usize) {
         if !work.built_ok[lane] {
-            let n_raw = self.spec.stack.n_raw();
-            let raw = &work.raws[lane * n_raw..(lane + 1) * n_raw];
-            self.spec.stack.build(raw, &mut work.built[lane]);
+            for (j, r) in work.lane_raw.iter_mut().enumerate() {
+                *r = work.raws[j * LANES + lane];
+            }
+            self.spec.stack.build(&work.lane_raw, &mut work.built[lane]);
             work.built_ok[lane] = true;
+        }
+    }
+
+    /// Gathers lane `lane`'s f(0) trace into `lane_trace0` where a packed
+    /// block's traces are lane-inner (see [`Self::lane_trace0`]).
+    fn gather_lane_trace0(&self, work: &mut Work<T>, lane: usize) {
+        if self.spec.conditioner != RadialConditioner::Direct && work.packed_ok {
+            for (j, t) in work.lane_trace0.iter_mut().enumerate() {
+                *t = work.trace0[j * LANES + lane];
+            }
+        }
+    }
+
+    /// Lane `lane`'s f(0) trace, lane-major, as a scalar rule takes it: a
+    /// direct flow's shared one, or the lane's own (gathered first by
+    /// [`Self::gather_lane_trace0`]).
+    fn lane_trace0<'a>(&self, work: &'a Work<T>, lane: usize) -> &'a [T] {
+        let k = self.spec.stack.len();
+        if self.spec.conditioner == RadialConditioner::Direct {
+            &work.shared_trace0
+        } else if work.packed_ok {
+            &work.lane_trace0
+        } else {
+            &work.trace0[lane * k..(lane + 1) * k]
         }
     }
 
@@ -257,15 +306,12 @@ impl<T: Real> RadialFlow<T> {
         let k = self.spec.stack.len();
         if self.spec.conditioner == RadialConditioner::Direct {
             // one stack for every direction: the chain at 0 is the same for all
-            for lane in 0..n {
-                work.f0[lane] = work.shared_f0;
-                work.trace0[lane * k..(lane + 1) * k].copy_from_slice(&work.shared_trace0);
-            }
+            work.f0[..n].fill(work.shared_f0);
             return;
         }
         if work.packed_ok {
             work.packed
-                .x_from_z_value(&mut work.f0[..n], &mut work.trace0[..n * k]);
+                .x_from_z_value(&mut work.f0[..n], &mut work.trace0);
         } else {
             Stack::x_from_z_value_lanes(
                 &work.built[..n],
@@ -285,13 +331,13 @@ impl<T: Real> RadialFlow<T> {
             work.shared_f0_bar += f0_bar[..n].iter().copied().sum::<T>();
             return;
         }
-        if work.packed_ok && n == work.packed.lanes() {
+        if work.packed_ok {
             work.packed.x_from_z_backward(
-                &work.trace0[..n * k],
+                &work.trace0,
                 &work.f0[..n],
                 &mut f0_bar[..n],
                 &work.zeros[..n],
-                &mut work.raw_bar,
+                &mut work.raw_bar_inner,
             );
             return;
         }
@@ -312,6 +358,16 @@ impl<T: Real> RadialFlow<T> {
             return;
         }
         let p = self.spec.stack.n_raw();
+        // the packed blocks' raw adjoints, summed lane by lane over the run
+        // (the padding lanes' are zeros)
+        let g_body = &mut grad[2 * self.spec.dim..];
+        for (g, row) in g_body
+            .iter_mut()
+            .zip(work.raw_bar_inner.chunks_exact_mut(LANES))
+        {
+            *g += row.iter().fold(T::zero(), |sum, &v| sum + v);
+            row.fill(T::zero());
+        }
         let mut bar = [std::mem::replace(&mut work.shared_f0_bar, T::zero())];
         let raw_bar = &mut work.raw_bar[..p];
         self.spec.stack.x_from_z_backward_lanes(
@@ -338,6 +394,11 @@ impl<T: Real> RadialFlow<T> {
         let (c_len, sigma) = (d, self.log_scale());
         let (g_c, rest) = grad.split_at_mut(c_len);
         let (g_sigma, g_body) = rest.split_at_mut(d);
+        if self.spec.conditioner != RadialConditioner::Direct && work.packed_ok {
+            // the packed passes' raw adjoints join the lane-major ones
+            add_lane_major(&work.raw_bar_inner, work.lanes, p, &mut work.raw_bar);
+            work.raw_bar_inner.fill(T::zero());
+        }
         for lane in 0..work.lanes {
             let raw_bar = &work.raw_bar[lane * p..(lane + 1) * p];
             let w = &work.w[lane * d..(lane + 1) * d];
@@ -442,7 +503,7 @@ impl<T: Real> RadialFlow<T> {
             work.packed.z_from_x(
                 &mut work.chain_out[..n],
                 &mut work.logd[..n],
-                &mut work.trace[..n * k],
+                &mut work.trace,
             );
         } else {
             Stack::z_from_x_lanes(
@@ -457,13 +518,26 @@ impl<T: Real> RadialFlow<T> {
             // differences from the chain at 0.
             if needs_differences(work.f0[lane], work.r_in[lane]) {
                 self.ensure_built(work, lane);
-                work.chain_out[lane] = Stack::z_from_x_diff(
+                let mut lane_trace = std::mem::take(&mut work.lane_trace);
+                let (f0, r_in) = (work.f0[lane], work.r_in[lane]);
+                self.gather_lane_trace0(work, lane);
+                let out = Stack::z_from_x_diff(
                     &work.built[lane],
-                    &work.trace0[lane * k..(lane + 1) * k],
-                    work.f0[lane],
-                    work.r_in[lane],
-                    &mut work.trace[lane * k..(lane + 1) * k],
+                    self.lane_trace0(work, lane),
+                    f0,
+                    r_in,
+                    &mut lane_trace,
                 );
+                work.chain_out[lane] = out;
+                // the new trace where the backward pass reads it
+                for (j, &t) in lane_trace.iter().enumerate() {
+                    if work.packed_ok {
+                        work.trace[j * LANES + lane] = t;
+                    } else {
+                        work.trace[lane * k + j] = t;
+                    }
+                }
+                work.lane_trace = lane_trace;
             }
         }
         let dm1 = T::c((d - 1) as f64);
@@ -492,11 +566,11 @@ impl<T: Real> RadialFlow<T> {
         // r = f^-1(r_in + f0): its input adjoint feeds both r_in and f0.
         if work.packed_ok {
             work.packed.z_from_x_backward(
-                &work.trace[..n * k],
+                &work.trace,
                 &work.chain_in[..n],
                 &mut work.bar[..n],
                 &work.ld_bar[..n],
-                &mut work.raw_bar,
+                &mut work.raw_bar_inner,
             );
         } else {
             self.spec.stack.z_from_x_backward_lanes(
@@ -537,7 +611,7 @@ impl<T: Real> RadialFlow<T> {
             work.packed.x_from_z(
                 &mut work.chain_out[..n],
                 &mut work.logd[..n],
-                &mut work.trace[..n * k],
+                &mut work.trace,
             );
         } else {
             Stack::x_from_z_lanes(
@@ -554,12 +628,10 @@ impl<T: Real> RadialFlow<T> {
             // difference layer by layer instead.
             if needs_differences(f0, r_out) {
                 self.ensure_built(work, lane);
-                r_out = Stack::x_from_z_diff(
-                    &work.built[lane],
-                    &work.trace0[lane * k..(lane + 1) * k],
-                    f0,
-                    work.r_in[lane],
-                );
+                let r_in = work.r_in[lane];
+                self.gather_lane_trace0(work, lane);
+                let trace0 = self.lane_trace0(work, lane);
+                r_out = Stack::x_from_z_diff(&work.built[lane], trace0, f0, r_in);
             }
             work.r_out[lane] = r_out;
         }
@@ -588,11 +660,11 @@ impl<T: Real> RadialFlow<T> {
         }
         if work.packed_ok {
             work.packed.x_from_z_backward(
-                &work.trace[..n * k],
+                &work.trace,
                 &work.chain_out[..n],
                 &mut work.bar[..n],
                 &work.ld_bar[..n],
-                &mut work.raw_bar,
+                &mut work.raw_bar_inner,
             );
         } else {
             self.spec.stack.x_from_z_backward_lanes(
