@@ -156,6 +156,7 @@ impl<T: Real> CubicLanes<T> {
     }
 
     /// [`Cubic::from_raw`] per lane (`raw[j][lane]`: raw value j of each lane).
+    #[inline(always)]
     fn from_raw(raw: &[Lanes<T>; CUBIC_RAW]) -> Self {
         let (one, two) = (T::one(), T::c(2.0));
         // the bounded scales of a and b, both columns in one pass:
@@ -675,6 +676,15 @@ enum LayerLanes<T> {
 }
 
 impl<T: Real> LayerLanes<T> {
+    fn family(&self) -> Family {
+        match self {
+            Self::Cubic(_) => Family::Cubic,
+            Self::Rational(_) => Family::CubicRational,
+            Self::Sinh(_) => Family::Sinh,
+            Self::Affine(_) => Family::Affine,
+        }
+    }
+
     fn n_raw(&self) -> usize {
         match self {
             Self::Cubic(_) => CUBIC_RAW,
@@ -870,7 +880,6 @@ impl<T: Real> PackedStack<T> {
     /// raw-to-constrained transforms as vector instructions too. `false`
     /// (nothing packed) when a layer is of no packed family.
     pub fn build(&mut self, stack: &Stack, raws: &[T], lanes: usize) -> bool {
-        self.clear();
         let packable = |f: &Family| {
             matches!(
                 f,
@@ -878,31 +887,64 @@ impl<T: Real> PackedStack<T> {
             )
         };
         if lanes == 0 || lanes > LANES || !stack.layers().iter().all(packable) {
+            self.clear();
             return false;
         }
-        let raw_of = |i: usize, j: usize| raws[j * LANES + i.min(lanes - 1)];
+        // a block's layers overwrite the last block's in place where they are
+        // of the same families (each layer is hundreds of bytes)
+        let same_shape = self.layers.len() == stack.len()
+            && self
+                .layers
+                .iter()
+                .zip(stack.layers())
+                .all(|(layer, family)| layer.family() == *family);
+        if !same_shape {
+            self.clear();
+        }
+        // raw value j of every lane, the padding lanes repeating the last
+        let row = |j: usize| -> Lanes<T> {
+            let mut row = [T::zero(); LANES];
+            row.copy_from_slice(&raws[j * LANES..(j + 1) * LANES]);
+            for i in lanes..LANES {
+                row[i] = row[lanes - 1];
+            }
+            row
+        };
         for (k, family) in stack.layers().iter().enumerate() {
             let start = stack.layer_range(k).start;
             let layer = match family {
                 Family::Cubic => {
-                    let raw: [Lanes<T>; CUBIC_RAW] =
-                        std::array::from_fn(|j| std::array::from_fn(|i| raw_of(i, start + j)));
+                    let raw: [Lanes<T>; CUBIC_RAW] = std::array::from_fn(|j| row(start + j));
+                    if let Some(LayerLanes::Cubic(layer)) = self.layers.get_mut(k) {
+                        *layer = CubicLanes::from_raw(&raw);
+                        continue;
+                    }
                     LayerLanes::Cubic(CubicLanes::from_raw(&raw))
                 }
-                Family::Affine => LayerLanes::Affine(AffineLanes::new(std::array::from_fn(|i| {
-                    let raw: [T; AFFINE_RAW] = std::array::from_fn(|j| raw_of(i, start + j));
-                    Affine::from_raw(&raw)
-                }))),
-                Family::Sinh => LayerLanes::Sinh(SinhLanes::new(std::array::from_fn(|i| {
-                    let raw: [T; SINH_RAW] = std::array::from_fn(|j| raw_of(i, start + j));
-                    Sinh::from_raw(&raw)
-                }))),
-                _ => LayerLanes::Rational(RationalLanes::new(std::array::from_fn(|i| {
-                    let raw: [T; RATIONAL_RAW] = std::array::from_fn(|j| raw_of(i, start + j));
-                    CubicRational::from_raw(&raw)
-                }))),
+                Family::Affine => {
+                    let raw: [Lanes<T>; AFFINE_RAW] = std::array::from_fn(|j| row(start + j));
+                    LayerLanes::Affine(AffineLanes::new(std::array::from_fn(|i| {
+                        Affine::from_raw(&raw.map(|r| r[i]))
+                    })))
+                }
+                Family::Sinh => {
+                    let raw: [Lanes<T>; SINH_RAW] = std::array::from_fn(|j| row(start + j));
+                    LayerLanes::Sinh(SinhLanes::new(std::array::from_fn(|i| {
+                        Sinh::from_raw(&raw.map(|r| r[i]))
+                    })))
+                }
+                _ => {
+                    let raw: [Lanes<T>; RATIONAL_RAW] = std::array::from_fn(|j| row(start + j));
+                    LayerLanes::Rational(RationalLanes::new(std::array::from_fn(|i| {
+                        CubicRational::from_raw(&raw.map(|r| r[i]))
+                    })))
+                }
             };
-            self.push(layer);
+            if same_shape {
+                self.layers[k] = layer;
+            } else {
+                self.push(layer);
+            }
         }
         self.lanes = lanes;
         true

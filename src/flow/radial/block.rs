@@ -2,11 +2,13 @@
 //! geometry, and their scalar chains run in lockstep (independent chains
 //! overlap in the CPU), in both directions with their reverse mode.
 
-use super::{EPS, MAX_ORDER, RadialConditioner, RadialFlow, needs_differences};
-use crate::bijection::lanes::{PackedStack, add_lane_major};
+use super::{EPS, RadialConditioner, RadialFlow, needs_differences};
+use crate::bijection::lanes::PackedStack;
 use crate::bijection::{Scalar, Stack};
 use crate::flow::Adjoint;
 use crate::real::Real;
+use ndarray::linalg::general_mat_mul;
+use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 
 /// A block's adjoint callback (lane, point, log-det, adjoint out) and the gradient to add into.
 type Backward<'a, T> = (
@@ -46,6 +48,8 @@ pub(super) struct Work<T> {
     /// direct flow's are summed over a run's blocks and taken at its end
     raw_bar_inner: Vec<T>,
     features: Vec<T>,
+    /// the Fourier weights times the raw adjoints (2 order x lanes)
+    w_r: Vec<T>,
     /// traces of the f(0) chains and of the main chains (`K x LANES`):
     /// lane-inner where the block is packed, else lane-major. A direct
     /// flow's f(0) chain is `shared_trace0`, never copied here.
@@ -135,6 +139,7 @@ impl<T: Real> RadialFlow<T> {
             raw_bar: vec![z; LANES * p],
             raw_bar_inner: vec![z; LANES * p],
             features: vec![z; LANES * self.spec.n_features()],
+            w_r: vec![z; LANES * self.spec.n_features()],
             trace0: vec![z; LANES * k],
             trace: vec![z; LANES * k],
             lane_raw: vec![z; p],
@@ -391,66 +396,84 @@ impl<T: Real> RadialFlow<T> {
     fn geometry_backward(&self, work: &mut Work<T>, grad: &mut [T]) {
         let d = self.spec.dim;
         let p = self.spec.stack.n_raw();
+        let n = work.lanes;
         let (c_len, sigma) = (d, self.log_scale());
         let (g_c, rest) = grad.split_at_mut(c_len);
         let (g_sigma, g_body) = rest.split_at_mut(d);
-        if self.spec.conditioner != RadialConditioner::Direct && work.packed_ok {
-            // the packed passes' raw adjoints join the lane-major ones
-            add_lane_major(&work.raw_bar_inner, work.lanes, p, &mut work.raw_bar);
-            work.raw_bar_inner.fill(T::zero());
-        }
-        for lane in 0..work.lanes {
-            let raw_bar = &work.raw_bar[lane * p..(lane + 1) * p];
-            let w = &work.w[lane * d..(lane + 1) * d];
-            let w_bar = &mut work.w_bar[lane * d..(lane + 1) * d];
-            let r = work.r_in[lane];
-            match self.spec.conditioner {
-                RadialConditioner::Direct => {
+        match self.spec.conditioner {
+            RadialConditioner::Direct => {
+                // the scalar passes' (a direct flow's packed adjoints wait for
+                // the end of the run)
+                for raw_bar in work.raw_bar.chunks_exact(p).take(n) {
                     for (g, &b) in g_body.iter_mut().zip(raw_bar) {
                         *g += b;
                     }
                 }
-                RadialConditioner::Fourier { order } => {
-                    let nf = 2 * order + 1;
-                    let u = work.u[lane];
-                    let features = &work.features[lane * nf..(lane + 1) * nf];
-                    let t = u[1].atan2(u[0]) + T::c(std::f64::consts::PI);
-                    // d features / dt: cos(kt) for the sines, -sin(kt) for the cosines
-                    let mut dphi = [T::zero(); 2 * MAX_ORDER];
-                    for k in 1..=order {
-                        let kt = T::c(k as f64) * t;
-                        dphi[k - 1] = kt.cos();
-                        dphi[order + k - 1] = -kt.sin();
-                    }
-                    // grad(W) += raw_bar features^T; t_bar = raw_bar . (W dphi)
-                    let body = self.body();
-                    let mut t_bar = T::zero();
-                    for f in 0..nf {
-                        let g_row = &mut g_body[f * p..(f + 1) * p];
-                        for (g, &rb) in g_row.iter_mut().zip(raw_bar) {
-                            *g += rb * features[f];
-                        }
-                        if f < 2 * order {
-                            let w_row = &body[f * p..(f + 1) * p];
-                            let dot = crate::real::dot(w_row, raw_bar);
-                            t_bar += dot * dphi[f];
-                        }
-                    }
-                    // t = atan2(u1, u0): dt/du = (-u1, u0); u = w / r.
-                    let u_bar = [-u[1] * t_bar, u[0] * t_bar];
-                    let dot = u_bar[0] * u[0] + u_bar[1] * u[1];
-                    for j in 0..2 {
-                        w_bar[j] += (u_bar[j] - dot * u[j]) / r;
-                    }
-                }
             }
+            RadialConditioner::Fourier { order } => {
+                self.fourier_backward(order, work, g_body);
+            }
+        }
+        for lane in 0..n {
+            let w = &work.w[lane * d..(lane + 1) * d];
+            let w_bar = &work.w_bar[lane * d..(lane + 1) * d];
             for j in 0..d {
                 g_c[j] -= sigma[j].exp() * w_bar[j];
                 g_sigma[j] += w_bar[j] * w[j];
             }
         }
-        for v in &mut work.raw_bar[..work.lanes * p] {
-            *v = T::zero();
+        work.raw_bar[..n * p].fill(T::zero());
+        if self.spec.conditioner != RadialConditioner::Direct {
+            work.raw_bar_inner.fill(T::zero());
+        }
+    }
+
+    /// The Fourier conditioner's part of [`Self::geometry_backward`]: with `R`
+    /// the block's raw adjoints (P x lanes) and `Phi` its features (lanes x
+    /// F), `grad(W) += R Phi` and, through each direction's angle,
+    /// `t_bar = dPhi/dt . (W R)`, both as matrix products.
+    fn fourier_backward(&self, order: usize, work: &mut Work<T>, g_body: &mut [T]) {
+        let (p, n, nf) = (self.spec.stack.n_raw(), work.lanes, 2 * order + 1);
+        fn shaped<V>(_: ndarray::ShapeError) -> V {
+            unreachable!("sized by the spec")
+        }
+        // the packed passes left them lane-inner, the scalar ones lane-major
+        let raw_bar = if work.packed_ok {
+            ArrayView2::from_shape((p, n).strides((LANES, 1)), &work.raw_bar_inner[..])
+        } else {
+            ArrayView2::from_shape((p, n).strides((1, p)), &work.raw_bar[..])
+        }
+        .unwrap_or_else(shaped);
+        let features =
+            ArrayView2::from_shape((n, nf), &work.features[..n * nf]).unwrap_or_else(shaped);
+        // W is stored feature-major (F x P): its gradient's transpose is P x F
+        let mut g_w = ArrayViewMut2::from_shape((p, nf).strides((1, p)), &mut g_body[..nf * p])
+            .unwrap_or_else(shaped);
+        general_mat_mul(T::one(), &raw_bar, &features, T::one(), &mut g_w);
+        // (W R)'s rows for the sine and cosine features (the constant has no angle)
+        let w = ArrayView2::from_shape((2 * order, p), &self.body()[..2 * order * p])
+            .unwrap_or_else(shaped);
+        let mut w_r = ArrayViewMut2::from_shape((2 * order, n), &mut work.w_r[..2 * order * n])
+            .unwrap_or_else(shaped);
+        general_mat_mul(T::one(), &w, &raw_bar, T::zero(), &mut w_r);
+        for lane in 0..n {
+            // d features / dt from the features: cos(kt) = k (cos(kt) / k) for
+            // the sines, -sin(kt) = -k (sin(kt) / k) for the cosines
+            let phi = &work.features[lane * nf..(lane + 1) * nf];
+            let mut t_bar = T::zero();
+            for k in 1..=order {
+                let kk = T::c(k as f64);
+                t_bar += w_r[[k - 1, lane]] * (kk * phi[order + k - 1]);
+                t_bar += w_r[[order + k - 1, lane]] * -(kk * phi[k - 1]);
+            }
+            // t = atan2(u1, u0): dt/du = (-u1, u0); u = w / r.
+            let (u, r) = (work.u[lane], work.r_in[lane]);
+            let u_bar = [-u[1] * t_bar, u[0] * t_bar];
+            let dot = u_bar[0] * u[0] + u_bar[1] * u[1];
+            for j in 0..2 {
+                // (Fourier flows are 2D)
+                work.w_bar[lane * 2 + j] += (u_bar[j] - dot * u[j]) / r;
+            }
         }
     }
 
