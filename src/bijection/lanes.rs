@@ -70,6 +70,20 @@ pub fn add_lane_major<T: Real>(lane_inner: &[T], lanes: usize, width: usize, lan
     }
 }
 
+/// `v.min(hi)` (`hi` for NaN) as a comparison and a select: WebAssembly's
+/// `min` treats NaN otherwise, so `min` there is a library call, and a call
+/// keeps the compiler from turning a lane loop into vector instructions.
+#[inline(always)]
+fn below<T: Real>(v: T, hi: T) -> T {
+    if v < hi { v } else { hi }
+}
+
+/// `v.max(lo).min(hi)` (`lo` for NaN) by comparisons and selects (see [`below`]).
+#[inline(always)]
+fn between<T: Real>(v: T, lo: T, hi: T) -> T {
+    below(if v > lo { v } else { lo }, hi)
+}
+
 /// `layer(lane)` for every lane, when each lane has one (a packed layer
 /// takes every lane's layer of one family).
 fn column<L: Copy>(layer: impl Fn(usize) -> Option<L>) -> Option<Lanes<L>> {
@@ -217,7 +231,7 @@ impl<T: Real> CubicLanes<T> {
         let range = T::c(G_INV_RANGE);
         let t: Lanes<T> = std::array::from_fn(|i| (self.inv_arg[i] * w[i]).abs());
         let mut out: Lanes<T> = std::array::from_fn(|i| {
-            self.inv_scale[i] * w[i].sign_nonneg() * sinh_third(t[i].min(range))
+            self.inv_scale[i] * w[i].sign_nonneg() * sinh_third(below(t[i], range))
         });
         // one vector test, then lane by lane only when some lane is out of range
         if !t.iter().fold(true, |inside, &t| inside & (t < range)) {
@@ -484,7 +498,7 @@ impl<T: Real> SinhLanes<T> {
         let (a_range, z_range) = (T::c(SINH_A_RANGE), T::c(SINH_Z_RANGE));
         let a: Lanes<T> = std::array::from_fn(|i| (x[i] - self.c[i]) / self.s[i]);
         // clamped so that far lanes cannot overflow the vector loops
-        let ac: Lanes<T> = a.map(|v| v.max(-a_range).min(a_range));
+        let ac: Lanes<T> = a.map(|v| between(v, -a_range, a_range));
         // sinh a = (expm1(a) - expm1(-a)) / 2, accurate near 0 too
         let mut em: [T; 2 * LANES] =
             std::array::from_fn(|i| if i < LANES { ac[i] } else { -ac[i - LANES] });
@@ -504,7 +518,7 @@ impl<T: Real> SinhLanes<T> {
             let (a, z) = (a[i], z[i]);
             a.is_nan() || a.abs() >= a_range || z.is_nan() || z.abs() > z_range
         });
-        let zc: Lanes<T> = z.map(|v| v.max(-z_range).min(z_range));
+        let zc: Lanes<T> = z.map(|v| between(v, -z_range, z_range));
         // ln1p of: e^(-2|a|) (log cosh a), |z| + z^2 / (1 + sqrt(1 + z^2))
         // (asinh |z|) and z^2 (2 log cosh A)
         let mut l: [T; 3 * LANES] = std::array::from_fn(|i| {
