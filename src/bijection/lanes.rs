@@ -890,7 +890,8 @@ impl<T: Real> PackedStack<T> {
     /// Builds the layers of `stack` for each of `lanes` chains from their raw
     /// parameters, lane-inner (raw value `r` of chain `i` at
     /// `raws[r * LANES + i]`, `stack.n_raw() x LANES` values; the padding
-    /// lanes' are not read) straight into packed form, the cubic's
+    /// lanes take the last chain's, whatever `raws` holds there) straight into
+    /// packed form, the cubic's
     /// raw-to-constrained transforms as vector instructions too. `false`
     /// (nothing packed) when a layer is of no packed family.
     pub fn build(&mut self, stack: &Stack, raws: &[T], lanes: usize) -> bool {
