@@ -229,7 +229,7 @@ pub(super) fn transform_active_backward<T: Real>(
             );
             let x_side = &trace.x_side[group.clone()];
             let (tr, g) = (&trace_inner, &mut bar_inner);
-            g.iter_mut().for_each(|v| *v = T::zero());
+            g.fill(T::zero());
             match dir {
                 Direction::XFromZ => packed.x_from_z_backward(tr, x_side, &mut b[..m], &lb[..m], g),
                 Direction::ZFromX => packed.z_from_x_backward(tr, x_side, &mut b[..m], &lb[..m], g),

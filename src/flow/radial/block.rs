@@ -238,7 +238,7 @@ impl<T: Real> RadialFlow<T> {
             // repeat the last
             let nf = 2 * order + 1;
             let n_raw = self.spec.stack.n_raw();
-            work.raws.iter_mut().for_each(|r| *r = T::zero());
+            work.raws.fill(T::zero());
             for f in 0..nf {
                 let phi: [T; LANES] =
                     std::array::from_fn(|lane| work.features[lane.min(n - 1) * nf + f]);
@@ -553,12 +553,12 @@ impl<T: Real> RadialFlow<T> {
                 );
                 work.chain_out[lane] = out;
                 // the new trace where the backward pass reads it
-                for (j, &t) in lane_trace.iter().enumerate() {
-                    if work.packed_ok {
+                if work.packed_ok {
+                    for (j, &t) in lane_trace.iter().enumerate() {
                         work.trace[j * LANES + lane] = t;
-                    } else {
-                        work.trace[lane * k + j] = t;
                     }
+                } else {
+                    work.trace[lane * k..(lane + 1) * k].copy_from_slice(&lane_trace);
                 }
                 work.lane_trace = lane_trace;
             }

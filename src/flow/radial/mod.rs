@@ -270,7 +270,7 @@ mod tests {
         let mut rng = Rng::seeded(7);
         let spec = RadialSpec {
             dim: 2,
-            stack: Stack::mixed(vec![Family::Cubic; 6]),
+            stack: Stack::uniform(Family::Cubic, 6),
             conditioner: RadialConditioner::Direct,
         };
         let mut flow = RadialFlow::<f64>::init(spec, None, None, &mut rng).expect("valid");
