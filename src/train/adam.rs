@@ -33,11 +33,11 @@ impl<T: Real> Adam<T> {
     pub fn update(&mut self, params: &mut [T], grad: &[T]) {
         self.t += 1;
         let rule = Rule::at(self.t, self.learning_rate);
-        for i in 0..params.len() {
-            let (m, v, p) = rule.apply(self.m[i], self.v[i], params[i], grad[i]);
-            self.m[i] = m;
-            self.v[i] = v;
-            params[i] = p;
+        // zipped slices, no indices: the compiler then runs the rule on
+        // several parameters at once
+        let moments = self.m.iter_mut().zip(self.v.iter_mut());
+        for ((m, v), (p, &g)) in moments.zip(params.iter_mut().zip(grad)) {
+            (*m, *v, *p) = rule.apply(*m, *v, *p, g);
         }
     }
 
@@ -47,10 +47,14 @@ impl<T: Real> Adam<T> {
     /// restore, which for a coupling flow is megabytes a step.
     pub fn update_if_finite(&mut self, params: &mut [T], grad: &[T]) -> bool {
         let rule = Rule::at(self.t + 1, self.learning_rate);
-        let all_finite = (0..params.len()).all(|i| {
-            let (_, _, p) = rule.apply(self.m[i], self.v[i], params[i], grad[i]);
-            p.is_finite()
-        });
+        // every parameter tested, no early exit, so the test runs as
+        // vector code (a non-finite step is rare: it ends the run)
+        let moments = self.m.iter().zip(&self.v);
+        let all_finite = moments
+            .zip(params.iter().zip(grad))
+            .fold(true, |all, ((&m, &v), (&p, &g))| {
+                all & rule.apply(m, v, p, g).2.is_finite()
+            });
         if all_finite {
             self.update(params, grad);
         }

@@ -143,17 +143,22 @@ impl<T: Real> CpuTrainer<T> {
         let n_params = self.model.as_flow().n_params();
         self.grad.clear();
         self.grad.resize(n_params, T::zero());
-        let mut loss = 0.0;
-        for (&l, g) in losses.iter().zip(&self.part_grads) {
-            loss += l;
-            for (a, &b) in self.grad.iter_mut().zip(g) {
-                *a += b;
+        let parts = &self.part_grads[..losses.len().min(self.part_grads.len())];
+        let loss = losses[..parts.len()].iter().fold(0.0, |sum, l| sum + l);
+        // the parts added in their order, a block of the sum at a time so
+        // that it stays in the nearest cache while every part adds to it
+        const BLOCK: usize = 4096;
+        for (b, sum) in self.grad.chunks_mut(BLOCK).enumerate() {
+            for part in parts {
+                let part = part.get(b * BLOCK..).unwrap_or(&[]);
+                sum.iter_mut().zip(part).for_each(|(a, &g)| *a += g);
             }
         }
         self.grad[self.frozen.clone()]
             .iter_mut()
             .for_each(|g| *g = T::zero());
-        if !loss.is_finite() || self.grad.iter().any(|g| !g.is_finite()) {
+        let grad_finite = self.grad.iter().fold(true, |all, g| all & g.is_finite());
+        if !loss.is_finite() || !grad_finite {
             return Err(TrainError::NonFinite {
                 step: self.steps + 1,
             });
