@@ -22,6 +22,17 @@ pub fn map_chunks<T: Sync, R: Send>(
     chunks.into_iter().filter_map(|(_, out)| out).collect()
 }
 
+/// Runs `f` on every item of `items`, shared over up to `threads` threads
+/// (in order on this thread where `threads` is 1, and in the browser): the
+/// items are usually disjoint blocks of slices that `f` writes.
+pub fn for_each_mut<I: Send>(items: &mut [I], threads: usize, f: impl Fn(&mut I) + Sync) {
+    if threads <= 1 || items.len() <= 1 {
+        items.iter_mut().for_each(f);
+    } else {
+        on_pool(items, threads, f);
+    }
+}
+
 /// Runs `f` on every item on a pool of `threads` threads (natively; in
 /// order on this thread in the browser), each item taken by whichever
 /// thread is free, and returns when all are done. A panic in any reaches the

@@ -117,6 +117,41 @@ fn a_seeded_run_gives_the_same_losses_on_any_number_of_threads() {
     assert_eq!(losses(2), one);
 }
 
+/// Held parameters stay where they are when the optimizer's step is split
+/// over threads in blocks, the held range crossing the blocks' boundaries,
+/// and the run is the one-thread run.
+#[test]
+fn a_held_range_across_the_threads_blocks_stays_put() {
+    let params = |threads| {
+        let mut config = FlowConfig::defaults(FlowKind::Coupling);
+        config.layers = 2;
+        config.width = 16;
+        let mut rng = Rng::seeded(4);
+        let model = config.build::<f64>(2, &mut rng).unwrap();
+        let settings = TrainSettings {
+            batch: 64,
+            learning_rate: 1e-2,
+            seed: 4,
+            loss: Loss::ForwardKl,
+            threads,
+        };
+        let mut trainer = CpuTrainer::<f32>::new(model, Target::Moons, settings).unwrap();
+        let n = trainer.params_t().len();
+        let held = n / 4..3 * n / 4;
+        trainer.freeze(held.clone());
+        let start = trainer.params_t().to_vec();
+        for _ in 0..5 {
+            trainer.step().unwrap();
+        }
+        let end = trainer.params_t().to_vec();
+        assert_eq!(end[held.clone()], start[held.clone()]);
+        assert_ne!(end[..held.start], start[..held.start]);
+        assert_ne!(end[held.end..], start[held.end..]);
+        end.iter().map(|p| p.to_bits()).collect::<Vec<u32>>()
+    };
+    assert_eq!(params(3), params(1));
+}
+
 /// A step split between a lead and helpers (each computing some of the
 /// batch's parts on its own copy of the parameters, the lead summing) is the
 /// same step, bit for bit, as the lead taking every part itself.

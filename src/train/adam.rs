@@ -31,14 +31,7 @@ impl<T: Real> Adam<T> {
 
     /// `params -= lr * m_hat / (sqrt(v_hat) + eps)`.
     pub fn update(&mut self, params: &mut [T], grad: &[T]) {
-        self.t += 1;
-        let rule = Rule::at(self.t, self.learning_rate);
-        // zipped slices, no indices: the compiler then runs the rule on
-        // several parameters at once
-        let moments = self.m.iter_mut().zip(self.v.iter_mut());
-        for ((m, v), (p, &g)) in moments.zip(params.iter_mut().zip(grad)) {
-            (*m, *v, *p) = rule.apply(*m, *v, *p, g);
-        }
+        self.update_on_threads(params, grad, 1);
     }
 
     /// [`Self::update`] where every new parameter is finite; otherwise
@@ -46,20 +39,63 @@ impl<T: Real> Adam<T> {
     /// false. Checking first, then writing, spares a copy of the state to
     /// restore, which for a coupling flow is megabytes a step.
     pub fn update_if_finite(&mut self, params: &mut [T], grad: &[T]) -> bool {
+        self.update_if_finite_on_threads(params, grad, 1)
+    }
+
+    /// [`Self::update_if_finite`] with the parameters split in blocks over up to
+    /// `threads` threads: each parameter's numbers are the same on any count.
+    pub fn update_if_finite_on_threads(
+        &mut self,
+        params: &mut [T],
+        grad: &[T],
+        threads: usize,
+    ) -> bool {
         let rule = Rule::at(self.t + 1, self.learning_rate);
-        // every parameter tested, no early exit, so the test runs as
-        // vector code (a non-finite step is rare: it ends the run)
-        let moments = self.m.iter().zip(&self.v);
-        let all_finite = moments
-            .zip(params.iter().zip(grad))
-            .fold(true, |all, ((&m, &v), (&p, &g))| {
-                all & rule.apply(m, v, p, g).2.is_finite()
-            });
+        let per = block_len(params.len(), threads);
+        let mut blocks: Vec<_> = (self.m.chunks(per).zip(self.v.chunks(per)))
+            .zip(params.chunks(per).zip(grad.chunks(per)))
+            .map(|block| (block, false))
+            .collect();
+        // every parameter tested, no early exit, so the test runs as vector
+        // code (a non-finite step is rare: it ends the run)
+        crate::parallel::for_each_mut(&mut blocks, threads, |(((m, v), (p, g)), finite)| {
+            let moments = m.iter().zip(v.iter());
+            *finite = moments
+                .zip(p.iter().zip(g.iter()))
+                .fold(true, |all, ((&m, &v), (&p, &g))| {
+                    all & rule.apply(m, v, p, g).2.is_finite()
+                });
+        });
+        let all_finite = blocks.iter().all(|(_, finite)| *finite);
         if all_finite {
-            self.update(params, grad);
+            self.update_on_threads(params, grad, threads);
         }
         all_finite
     }
+
+    /// [`Self::update`], the parameters split as in [`Self::update_if_finite_on_threads`].
+    fn update_on_threads(&mut self, params: &mut [T], grad: &[T], threads: usize) {
+        self.t += 1;
+        let rule = Rule::at(self.t, self.learning_rate);
+        let per = block_len(params.len(), threads);
+        let mut blocks: Vec<_> = (self.m.chunks_mut(per).zip(self.v.chunks_mut(per)))
+            .zip(params.chunks_mut(per).zip(grad.chunks(per)))
+            .collect();
+        crate::parallel::for_each_mut(&mut blocks, threads, |((m, v), (p, g))| {
+            // zipped slices, no indices: the compiler then runs the rule on
+            // several parameters at once
+            let moments = m.iter_mut().zip(v.iter_mut());
+            for ((m, v), (p, &g)) in moments.zip(p.iter_mut().zip(g.iter())) {
+                (*m, *v, *p) = rule.apply(*m, *v, *p, g);
+            }
+        });
+    }
+}
+
+/// The length of the blocks `n` parameters are split into for `threads`
+/// threads: one block per thread, whole cache lines, never empty.
+pub fn block_len(n: usize, threads: usize) -> usize {
+    n.div_ceil(threads.max(1)).next_multiple_of(16).max(16)
 }
 
 /// The constants of update number `t`.
@@ -119,5 +155,35 @@ mod tests {
         assert!(adam.update_if_finite(&mut params, &[0.5, -0.25]));
         assert_eq!(params, expected);
         assert_eq!(adam.steps(), 1);
+    }
+
+    #[test]
+    fn blocks_on_threads_give_the_same_update_and_one_bad_block_stops_all() {
+        let n = 1000;
+        let grad: Vec<f32> = (0..n)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
+            .collect();
+        let start: Vec<f32> = (0..n).map(|i| (i as f32).sin()).collect();
+        let mut one = Adam::<f32>::new(n, 1e-2);
+        let mut three = Adam::<f32>::new(n, 1e-2);
+        let (mut p1, mut p3) = (start.clone(), start.clone());
+        for _ in 0..3 {
+            assert!(one.update_if_finite(&mut p1, &grad));
+            assert!(three.update_if_finite_on_threads(&mut p3, &grad, 3));
+        }
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&p3), bits(&p1));
+        assert_eq!(bits(&three.m), bits(&one.m));
+        assert_eq!(bits(&three.v), bits(&one.v));
+        // a parameter in the last block about to overflow: no block moves
+        let mut bad = p3.clone();
+        // (its gradient has been positive: the step moves it down, past -MAX)
+        bad[n - 1] = -f32::MAX;
+        let before = (bits(&three.m), bits(&three.v), bits(&bad));
+        let mut huge = three.clone();
+        huge.learning_rate = 1e37;
+        assert!(!huge.update_if_finite_on_threads(&mut bad, &grad, 3));
+        assert_eq!((bits(&huge.m), bits(&huge.v), bits(&bad)), before);
+        assert_eq!(huge.steps(), three.steps());
     }
 }

@@ -145,19 +145,30 @@ impl<T: Real> CpuTrainer<T> {
         self.grad.resize(n_params, T::zero());
         let parts = &self.part_grads[..losses.len().min(self.part_grads.len())];
         let loss = losses[..parts.len()].iter().fold(0.0, |sum, l| sum + l);
-        // the parts added in their order, a block of the sum at a time so
-        // that it stays in the nearest cache while every part adds to it
-        const BLOCK: usize = 4096;
-        for (b, sum) in self.grad.chunks_mut(BLOCK).enumerate() {
-            for part in parts {
-                let part = part.get(b * BLOCK..).unwrap_or(&[]);
-                sum.iter_mut().zip(part).for_each(|(a, &g)| *a += g);
+        // each thread a block of the sum, the parts added in their order (the
+        // same numbers on any count), a cache block at a time
+        let threads = self.settings.threads.max(1);
+        let per = super::adam::block_len(n_params, threads);
+        let frozen = self.frozen.clone();
+        let mut blocks: Vec<_> = (self.grad.chunks_mut(per).enumerate())
+            .map(|block| (block, false))
+            .collect();
+        crate::parallel::for_each_mut(&mut blocks, threads, |((b, sum), finite)| {
+            let start = *b * per;
+            const CACHED: usize = 4096;
+            for (c, sum) in sum.chunks_mut(CACHED).enumerate() {
+                let from = start + c * CACHED;
+                for part in parts {
+                    let part = part.get(from..).unwrap_or(&[]);
+                    sum.iter_mut().zip(part).for_each(|(a, &g)| *a += g);
+                }
             }
-        }
-        self.grad[self.frozen.clone()]
-            .iter_mut()
-            .for_each(|g| *g = T::zero());
-        let grad_finite = self.grad.iter().fold(true, |all, g| all & g.is_finite());
+            let held = frozen.start.clamp(start, start + sum.len())
+                ..frozen.end.clamp(start, start + sum.len());
+            sum[held.start - start..held.end - start].fill(T::zero());
+            *finite = sum.iter().fold(true, |all, g| all & g.is_finite());
+        });
+        let grad_finite = blocks.iter().all(|(_, finite)| *finite);
         if !loss.is_finite() || !grad_finite {
             return Err(TrainError::NonFinite {
                 step: self.steps + 1,
@@ -165,10 +176,11 @@ impl<T: Real> CpuTrainer<T> {
         }
         // A step that would leave a parameter non-finite is not taken: the
         // last good state (parameters and optimizer) stays.
-        if !self
-            .adam
-            .update_if_finite(self.model.as_flow_mut().params_mut(), &self.grad)
-        {
+        if !self.adam.update_if_finite_on_threads(
+            self.model.as_flow_mut().params_mut(),
+            &self.grad,
+            threads,
+        ) {
             return Err(TrainError::NonFinite {
                 step: self.steps + 1,
             });
