@@ -23,12 +23,14 @@ pub struct MlpShape {
 /// Activations of one forward pass, kept for the backward pass.
 pub struct MlpCache<T> {
     input: Array2<T>,
-    /// hidden states h_0 .. h_depth (before each block's activation)
-    hidden: Vec<Array2<T>>,
+    /// the last hidden state h_depth (the output layer's input)
+    last: Array2<T>,
     /// gelu(h_0) .. gelu(h_depth-1)
     acts: Vec<Array2<T>>,
-    /// the GELU gates of h_0 .. h_depth-1 (`gelu(h) = h * gate`), for gelu'
-    gates: Vec<Array2<T>>,
+    /// gelu'(h_0) .. gelu'(h_depth-1), taken in the forward pass from the
+    /// gates it computes anyway, so the backward pass reads one array where
+    /// it read two (the hidden state and its gate) and computes nothing
+    slopes: Vec<Array2<T>>,
 }
 
 impl MlpShape {
@@ -95,38 +97,42 @@ impl MlpShape {
         let (w0, b0) = self.kernel(params, 0);
         let mut h = Array2::from_shape_fn((n, self.width), |(_, j)| b0[j]);
         general_mat_mul(T::one(), &input, &w0, T::one(), &mut h);
-        let mut hidden = Vec::with_capacity(self.depth + 1);
         let mut acts = Vec::with_capacity(self.depth);
-        let mut gates = Vec::with_capacity(self.depth);
+        let mut slopes = Vec::with_capacity(self.depth);
         for k in 1..=self.depth {
             let (wk, bk) = self.kernel(params, k);
-            let mut gate = h.as_standard_layout().into_owned();
+            let mut slope = h.as_standard_layout().into_owned();
             gelu_gates_in_place(
-                gate.as_slice_mut()
+                slope
+                    .as_slice_mut()
                     .unwrap_or_else(|| unreachable!("a standard-layout array")),
             );
-            let act = &h * &gate;
-            let mut next = h.clone();
-            next.axis_iter_mut(Axis(0)).for_each(|mut row| {
+            // gelu(h) = h * gate, and the gate becomes gelu'(h)
+            let act = ndarray::Zip::from(&h)
+                .and(&mut slope)
+                .map_collect(|&x, gate| {
+                    let s = *gate;
+                    *gate = gelu_prime_from_gate(x, s);
+                    x * s
+                });
+            // the residual block in place: h + b + W gelu(h)
+            h.axis_iter_mut(Axis(0)).for_each(|mut row| {
                 row.iter_mut().zip(bk).for_each(|(v, &b)| *v += b);
             });
-            general_mat_mul(T::one(), &act, &wk, T::one(), &mut next);
-            hidden.push(h);
+            general_mat_mul(T::one(), &act, &wk, T::one(), &mut h);
             acts.push(act);
-            gates.push(gate);
-            h = next;
+            slopes.push(slope);
         }
         let (wo, bo) = self.kernel(params, self.depth + 1);
         let mut out = Array2::from_shape_fn((n, self.n_out), |(_, j)| bo[j]);
         general_mat_mul(T::one(), &h, &wo, T::one(), &mut out);
-        hidden.push(h);
         (
             out,
             MlpCache {
                 input,
-                hidden,
+                last: h,
                 acts,
-                gates,
+                slopes,
             },
         )
     }
@@ -140,22 +146,21 @@ impl MlpShape {
         grad: &mut [T],
     ) -> Array2<T> {
         let (wo, _) = self.kernel(params, self.depth + 1);
-        let h_last = &cache.hidden[self.depth];
-        self.accumulate(grad, self.depth + 1, h_last.view(), out_bar);
+        self.accumulate(grad, self.depth + 1, cache.last.view(), out_bar);
         let mut h_bar = Array2::zeros((out_bar.nrows(), self.width));
         general_mat_mul(T::one(), &out_bar, &wo.t(), T::zero(), &mut h_bar);
+        // one buffer for every block's act_bar: a product with beta = 0
+        // overwrites it
+        let mut act_bar = Array2::zeros(h_bar.raw_dim());
         for k in (1..=self.depth).rev() {
             let (wk, _) = self.kernel(params, k);
-            let h_prev = &cache.hidden[k - 1];
             self.accumulate(grad, k, cache.acts[k - 1].view(), h_bar.view());
-            let mut act_bar = Array2::zeros(h_bar.raw_dim());
             general_mat_mul(T::one(), &h_bar, &wk.t(), T::zero(), &mut act_bar);
             // residual block: h_bar(k-1) = h_bar(k) + act_bar * gelu'(h(k-1))
             ndarray::Zip::from(&mut h_bar)
                 .and(&act_bar)
-                .and(h_prev)
-                .and(&cache.gates[k - 1])
-                .for_each(|hb, &ab, &hp, &s| *hb += ab * gelu_prime_from_gate(hp, s));
+                .and(&cache.slopes[k - 1])
+                .for_each(|hb, &ab, &slope| *hb += ab * slope);
         }
         self.accumulate(grad, 0, cache.input.view(), h_bar.view());
         let (w0, _) = self.kernel(params, 0);
