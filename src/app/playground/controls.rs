@@ -138,7 +138,7 @@ impl Playground {
         )
         .on_hover_text("Samples per training step; a new run starts at once.");
         ui.add(egui::Slider::new(&mut s.steps_per_frame, STEPS_PER_FRAME).text("steps / frame"))
-            .on_hover_text("Training steps per frame, as far as the frame budget allows.");
+            .on_hover_text("Training steps per frame, as far as the frame budget allows. In a Web Worker this sets the pace instead: this many steps per 1/60 s, whatever the frame rate, as far as the worker keeps up.");
         ui.add(egui::DragValue::new(&mut s.seed).prefix("seed "))
             .on_hover_text("The random seed of the initial model and the batches: the same seed, the same run.");
     }
