@@ -124,8 +124,9 @@ fn a_seeded_run_gives_the_same_losses_on_any_number_of_threads() {
 fn a_held_range_across_the_threads_blocks_stays_put() {
     let params = |threads| {
         let mut config = FlowConfig::defaults(FlowKind::Coupling);
-        config.layers = 2;
-        config.width = 16;
+        // enough parameters for the step to be split
+        config.layers = 4;
+        config.width = 32;
         let mut rng = Rng::seeded(4);
         let model = config.build::<f64>(2, &mut rng).unwrap();
         let settings = TrainSettings {
@@ -137,6 +138,10 @@ fn a_held_range_across_the_threads_blocks_stays_put() {
         };
         let mut trainer = CpuTrainer::<f32>::new(model, Target::Moons, settings).unwrap();
         let n = trainer.params_t().len();
+        assert!(
+            n >= flowplay::train::adam::SPLIT_FROM,
+            "{n} parameters: not split"
+        );
         let held = n / 4..3 * n / 4;
         trainer.freeze(held.clone());
         let start = trainer.params_t().to_vec();

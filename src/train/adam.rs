@@ -92,10 +92,19 @@ impl<T: Real> Adam<T> {
     }
 }
 
+/// Parameters from which the optimizer's step is split over threads: below
+/// it, waking the pool's threads costs about what the work does (a radial
+/// flow has a few thousand, a coupling flow hundreds of thousands).
+pub const SPLIT_FROM: usize = 8192;
+
 /// The length of the blocks `n` parameters are split into for `threads`
-/// threads: one block per thread, whole cache lines, never empty.
+/// threads: one block per thread, whole cache lines; one block below
+/// [`SPLIT_FROM`]; never empty.
 pub fn block_len(n: usize, threads: usize) -> usize {
-    n.div_ceil(threads.max(1)).next_multiple_of(16).max(16)
+    if n < SPLIT_FROM {
+        return n.max(1);
+    }
+    n.div_ceil(threads.max(1)).next_multiple_of(16)
 }
 
 /// The constants of update number `t`.
@@ -159,7 +168,7 @@ mod tests {
 
     #[test]
     fn blocks_on_threads_give_the_same_update_and_one_bad_block_stops_all() {
-        let n = 1000;
+        let n = 3 * SPLIT_FROM;
         let grad: Vec<f32> = (0..n)
             .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
             .collect();
