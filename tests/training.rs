@@ -88,6 +88,25 @@ fn reverse_kl_learns_the_1d_target() {
     );
 }
 
+/// A coupling flow of 4 layers of width 32 (enough parameters for the
+/// optimizer's step to be split over threads) training on the moons by
+/// forward KL, model and batches seeded by `seed`.
+fn small_coupling_trainer(seed: u64, batch: usize, threads: usize) -> CpuTrainer<f32> {
+    let mut config = FlowConfig::defaults(FlowKind::Coupling);
+    config.layers = 4;
+    config.width = 32;
+    let mut rng = Rng::seeded(seed);
+    let model = config.build::<f64>(2, &mut rng).unwrap();
+    let settings = TrainSettings {
+        batch,
+        learning_rate: 1e-2,
+        seed,
+        loss: Loss::ForwardKl,
+        threads,
+    };
+    CpuTrainer::<f32>::new(model, Target::Moons, settings).unwrap()
+}
+
 /// A seeded run is the same run on any machine: the batch's parts, not the
 /// threads, set where the gradient's sums round, so one thread and three give
 /// the same losses to the last bit (a classroom link reproduces a run step
@@ -95,19 +114,7 @@ fn reverse_kl_learns_the_1d_target() {
 #[test]
 fn a_seeded_run_gives_the_same_losses_on_any_number_of_threads() {
     let losses = |threads| {
-        let mut config = FlowConfig::defaults(FlowKind::Coupling);
-        config.layers = 4;
-        config.width = 32;
-        let mut rng = Rng::seeded(3);
-        let model = config.build::<f64>(2, &mut rng).unwrap();
-        let settings = TrainSettings {
-            batch: 100,
-            learning_rate: 1e-2,
-            seed: 3,
-            loss: Loss::ForwardKl,
-            threads,
-        };
-        let mut trainer = CpuTrainer::<f32>::new(model, Target::Moons, settings).unwrap();
+        let mut trainer = small_coupling_trainer(3, 100, threads);
         (0..40)
             .map(|_| trainer.step().unwrap().to_bits())
             .collect::<Vec<u64>>()
@@ -123,20 +130,7 @@ fn a_seeded_run_gives_the_same_losses_on_any_number_of_threads() {
 #[test]
 fn a_held_range_across_the_threads_blocks_stays_put() {
     let params = |threads| {
-        let mut config = FlowConfig::defaults(FlowKind::Coupling);
-        // enough parameters for the step to be split
-        config.layers = 4;
-        config.width = 32;
-        let mut rng = Rng::seeded(4);
-        let model = config.build::<f64>(2, &mut rng).unwrap();
-        let settings = TrainSettings {
-            batch: 64,
-            learning_rate: 1e-2,
-            seed: 4,
-            loss: Loss::ForwardKl,
-            threads,
-        };
-        let mut trainer = CpuTrainer::<f32>::new(model, Target::Moons, settings).unwrap();
+        let mut trainer = small_coupling_trainer(4, 64, threads);
         let n = trainer.params_t().len();
         assert!(
             n >= flowplay::train::adam::SPLIT_FROM,
