@@ -5,6 +5,26 @@ use std::fmt::{Debug, Display};
 use std::iter::Sum;
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
+/// Runs `f` compiled for the widest vector instructions this processor has:
+/// natively AVX-512 or AVX2 where the processor has them, chosen at run time
+/// (a build for any x86-64 otherwise uses only SSE2's four lanes); in the
+/// browser `f` itself, since the page is built with WebAssembly's simd128.
+///
+/// Only what is inlined into `f` gets the wider instructions, so the loops it
+/// runs are `#[inline(always)]`. The arithmetic is the same operation for
+/// operation (no fused multiply-adds are introduced), so the results are the
+/// same bits on every processor.
+#[inline(always)]
+pub fn on_widest_vectors<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        static ARCH: std::sync::LazyLock<pulp::Arch> = std::sync::LazyLock::new(pulp::Arch::new);
+        ARCH.dispatch(f)
+    }
+    #[cfg(target_arch = "wasm32")]
+    f()
+}
+
 /// A real number type: the small set of operations the bijections need.
 pub trait Real:
     Copy
@@ -295,7 +315,9 @@ impl_real!(
 /// branches, so that it runs as vector instructions: within 2 ulp of the
 /// standard library's `exp` (tested). A slice with a value outside
 /// [-87.3, 88] (where the result leaves the normal numbers or the reduction's
-/// range) or a NaN is left to the standard library.
+/// range) or a NaN is left to the standard library. Always inlined, so that
+/// inside [`on_widest_vectors`] it runs on the widest vectors too.
+#[inline(always)]
 pub fn exp_f32_in_place(values: &mut [f32]) {
     // a fold, not `any`: without an early exit the check vectorizes too
     let outside = values
@@ -414,6 +436,7 @@ pub fn exp_m1_f64_in_place(values: &mut [f64]) {
 }
 
 /// `exp` of every value (float64 keeps the standard library's).
+#[inline(always)]
 pub fn exp_f64_in_place(values: &mut [f64]) {
     for v in values.iter_mut() {
         *v = v.exp();

@@ -1,6 +1,6 @@
 //! Adam (beta1 0.9, beta2 0.999, eps 1e-8), with optax's update rule.
 
-use crate::real::Real;
+use crate::real::{Real, on_widest_vectors};
 
 #[derive(Clone, Debug)]
 pub struct Adam<T> {
@@ -59,12 +59,17 @@ impl<T: Real> Adam<T> {
         // every parameter tested, no early exit, so the test runs as vector
         // code (a non-finite step is rare: it ends the run)
         crate::parallel::for_each_mut(&mut blocks, threads, |(((m, v), (p, g)), finite)| {
-            let moments = m.iter().zip(v.iter());
-            *finite = moments
-                .zip(p.iter().zip(g.iter()))
-                .fold(true, |all, ((&m, &v), (&p, &g))| {
-                    all & rule.apply(m, v, p, g).2.is_finite()
-                });
+            *finite = on_widest_vectors(
+                #[inline(always)]
+                || {
+                    let moments = m.iter().zip(v.iter());
+                    moments
+                        .zip(p.iter().zip(g.iter()))
+                        .fold(true, |all, ((&m, &v), (&p, &g))| {
+                            all & rule.apply(m, v, p, g).2.is_finite()
+                        })
+                },
+            );
         });
         let all_finite = blocks.iter().all(|(_, finite)| *finite);
         if all_finite {
@@ -84,10 +89,15 @@ impl<T: Real> Adam<T> {
         crate::parallel::for_each_mut(&mut blocks, threads, |((m, v), (p, g))| {
             // zipped slices, no indices: the compiler then runs the rule on
             // several parameters at once
-            let moments = m.iter_mut().zip(v.iter_mut());
-            for ((m, v), (p, &g)) in moments.zip(p.iter_mut().zip(g.iter())) {
-                (*m, *v, *p) = rule.apply(*m, *v, *p, g);
-            }
+            on_widest_vectors(
+                #[inline(always)]
+                || {
+                    let moments = m.iter_mut().zip(v.iter_mut());
+                    for ((m, v), (p, &g)) in moments.zip(p.iter_mut().zip(g.iter())) {
+                        (*m, *v, *p) = rule.apply(*m, *v, *p, g);
+                    }
+                },
+            );
         });
     }
 }

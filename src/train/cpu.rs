@@ -4,7 +4,7 @@
 use super::adam::Adam;
 use super::objective::{Loss, SetupError, TrainError, TrainSettings, Trainer};
 use crate::flow::{Flow, FlowModel};
-use crate::real::Real;
+use crate::real::{Real, on_widest_vectors};
 use crate::rng::Rng;
 use crate::stats::log_normal;
 use crate::target::{Target, TargetKind};
@@ -155,18 +155,23 @@ impl<T: Real> CpuTrainer<T> {
             .collect();
         crate::parallel::for_each_mut(&mut blocks, threads, |((b, sum), finite)| {
             let start = *b * per;
-            const CACHED: usize = 4096;
-            for (c, sum) in sum.chunks_mut(CACHED).enumerate() {
-                let from = start + c * CACHED;
-                for part in parts {
-                    let part = part.get(from..).unwrap_or(&[]);
-                    sum.iter_mut().zip(part).for_each(|(a, &g)| *a += g);
-                }
-            }
-            let held = frozen.start.clamp(start, start + sum.len())
-                ..frozen.end.clamp(start, start + sum.len());
-            sum[held.start - start..held.end - start].fill(T::zero());
-            *finite = sum.iter().fold(true, |all, g| all & g.is_finite());
+            *finite = on_widest_vectors(
+                #[inline(always)]
+                || {
+                    const CACHED: usize = 4096;
+                    for (c, sum) in sum.chunks_mut(CACHED).enumerate() {
+                        let from = start + c * CACHED;
+                        for part in parts {
+                            let part = part.get(from..).unwrap_or(&[]);
+                            sum.iter_mut().zip(part).for_each(|(a, &g)| *a += g);
+                        }
+                    }
+                    let held = frozen.start.clamp(start, start + sum.len())
+                        ..frozen.end.clamp(start, start + sum.len());
+                    sum[held.start - start..held.end - start].fill(T::zero());
+                    sum.iter().fold(true, |all, g| all & g.is_finite())
+                },
+            );
         });
         let grad_finite = blocks.iter().all(|(_, finite)| *finite);
         if !loss.is_finite() || !grad_finite {

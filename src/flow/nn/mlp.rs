@@ -7,7 +7,7 @@
 //! W_out (width x n_out), b_out`, kernels row-major as flax stores them (in, out).
 
 use super::{gelu_gates_in_place, gelu_prime_from_gate};
-use crate::real::Real;
+use crate::real::{Real, on_widest_vectors};
 use crate::rng::Rng;
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis};
@@ -101,24 +101,18 @@ impl MlpShape {
         let mut slopes = Vec::with_capacity(self.depth);
         for k in 1..=self.depth {
             let (wk, bk) = self.kernel(params, k);
-            let mut slope = h.as_standard_layout().into_owned();
-            gelu_gates_in_place(
-                slope
-                    .as_slice_mut()
-                    .unwrap_or_else(|| unreachable!("a standard-layout array")),
+            let (mut act, mut slope) = (h.clone(), h.clone());
+            on_widest_vectors(
+                #[inline(always)]
+                || {
+                    gelu_block(
+                        standard(&mut h),
+                        bk,
+                        standard(&mut act),
+                        standard(&mut slope),
+                    )
+                },
             );
-            // gelu(h) = h * gate, and the gate becomes gelu'(h)
-            let act = ndarray::Zip::from(&h)
-                .and(&mut slope)
-                .map_collect(|&x, gate| {
-                    let s = *gate;
-                    *gate = gelu_prime_from_gate(x, s);
-                    x * s
-                });
-            // the residual block in place: h + b + W gelu(h)
-            h.axis_iter_mut(Axis(0)).for_each(|mut row| {
-                row.iter_mut().zip(bk).for_each(|(v, &b)| *v += b);
-            });
             general_mat_mul(T::one(), &act, &wk, T::one(), &mut h);
             acts.push(act);
             slopes.push(slope);
@@ -157,10 +151,16 @@ impl MlpShape {
             self.accumulate(grad, k, cache.acts[k - 1].view(), h_bar.view());
             general_mat_mul(T::one(), &h_bar, &wk.t(), T::zero(), &mut act_bar);
             // residual block: h_bar(k-1) = h_bar(k) + act_bar * gelu'(h(k-1))
-            ndarray::Zip::from(&mut h_bar)
-                .and(&act_bar)
-                .and(&cache.slopes[k - 1])
-                .for_each(|hb, &ab, &slope| *hb += ab * slope);
+            let (ab, slope) = (slice(&act_bar), slice(&cache.slopes[k - 1]));
+            let hb = standard(&mut h_bar);
+            on_widest_vectors(
+                #[inline(always)]
+                || {
+                    for ((hb, &ab), &slope) in hb.iter_mut().zip(ab).zip(slope) {
+                        *hb += ab * slope;
+                    }
+                },
+            );
         }
         self.accumulate(grad, 0, cache.input.view(), h_bar.view());
         let (w0, _) = self.kernel(params, 0);
@@ -183,10 +183,115 @@ impl MlpShape {
                 .unwrap_or_else(|_| unreachable!("sized by layer()"));
             general_mat_mul(T::one(), &input.t(), &out_bar, T::one(), &mut gk);
         }
-        for row in out_bar.axis_iter(Axis(0)) {
-            for (g, &v) in grad[br.clone()].iter_mut().zip(row.iter()) {
-                *g += v;
+        let g_bias = &mut grad[br];
+        match out_bar.as_slice() {
+            Some(rows) => on_widest_vectors(
+                #[inline(always)]
+                || {
+                    for row in rows.chunks_exact(b.max(1)) {
+                        for (g, &v) in g_bias.iter_mut().zip(row) {
+                            *g += v;
+                        }
+                    }
+                },
+            ),
+            None => {
+                for row in out_bar.axis_iter(Axis(0)) {
+                    for (g, &v) in g_bias.iter_mut().zip(row.iter()) {
+                        *g += v;
+                    }
+                }
             }
+        }
+    }
+}
+
+/// One residual block's element-wise work, on row-major arrays of the same
+/// shape: `act` and `slope` arrive as copies of `h` and leave as `gelu(h)`
+/// and `gelu'(h)`, then `h` gets the block's bias added to each row. Inlined
+/// into [`on_widest_vectors`].
+#[inline(always)]
+fn gelu_block<T: Real>(h: &mut [T], bias: &[T], act: &mut [T], slope: &mut [T]) {
+    gelu_gates_in_place(slope);
+    // gelu(h) = h * gate, and the gate becomes gelu'(h)
+    for (x, gate) in act.iter_mut().zip(slope.iter_mut()) {
+        let s = *gate;
+        *gate = gelu_prime_from_gate(*x, s);
+        *x *= s;
+    }
+    for row in h.chunks_exact_mut(bias.len().max(1)) {
+        for (v, &b) in row.iter_mut().zip(bias) {
+            *v += b;
+        }
+    }
+}
+
+/// The values of an array the MLP made itself (standard layout), as a slice.
+fn slice<T>(a: &Array2<T>) -> &[T] {
+    a.as_slice()
+        .unwrap_or_else(|| unreachable!("a standard-layout array"))
+}
+
+/// As [`slice`], mutable.
+fn standard<T>(a: &mut Array2<T>) -> &mut [T] {
+    a.as_slice_mut()
+        .unwrap_or_else(|| unreachable!("a standard-layout array"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::nn::{gelu, gelu_prime};
+
+    /// Rows of hidden states across GELU's range: both tails (where the
+    /// gate's exponent is clamped), zero of either sign, and the middle.
+    fn hidden(rows: usize, width: usize) -> Vec<f32> {
+        (0..rows * width)
+            .map(|i| match i % 37 {
+                0 => 0.0,
+                1 => -0.0,
+                2 => 95.0,
+                3 => -95.0,
+                j => (j as f32 - 18.0) * 0.61 + (i as f32 * 0.013).sin(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_blocks_work_on_the_widest_vectors_is_the_same_bits_as_on_four_lanes() {
+        let (rows, width) = (7, 128);
+        let bias: Vec<f32> = (0..width).map(|j| (j as f32 * 0.3).cos()).collect();
+        let start = hidden(rows, width);
+        // inside the dispatch (AVX-512 or AVX2 where the processor has them)
+        // and outside it (the build's baseline, SSE2)
+        let run = |widest: bool| {
+            let (mut h, mut act, mut slope) = (start.clone(), start.clone(), start.clone());
+            if widest {
+                on_widest_vectors(
+                    #[inline(always)]
+                    || gelu_block(&mut h, &bias, &mut act, &mut slope),
+                );
+            } else {
+                gelu_block(&mut h, &bias, &mut act, &mut slope);
+            }
+            (h, act, slope)
+        };
+        let (wide, narrow) = (run(true), run(false));
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&wide.0), bits(&narrow.0), "h + bias");
+        assert_eq!(bits(&wide.1), bits(&narrow.1), "gelu(h)");
+        assert_eq!(bits(&wide.2), bits(&narrow.2), "gelu'(h)");
+        // and they are the scalar rules (the gates' exponentials are the
+        // vector exp, within a few ulp of the standard library's)
+        for (i, &x) in start.iter().enumerate() {
+            let close = |got: f32, want: f32| (got - want).abs() <= 1e-6 * want.abs().max(1.0);
+            assert!(close(wide.1[i], gelu(x)), "gelu({x}) = {}", wide.1[i]);
+            assert!(
+                close(wide.2[i], gelu_prime(x)),
+                "gelu'({x}) = {}",
+                wide.2[i]
+            );
+            assert_eq!(wide.0[i], x + bias[i % width], "h + bias at {i}");
         }
     }
 }

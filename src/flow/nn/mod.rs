@@ -31,7 +31,7 @@ pub fn gelu_prime<T: Real>(x: T) -> T {
 
 /// [`gelu_prime`] at `x` from its gate `s` = [`gelu_gate`]`(x)`, so a backward
 /// pass reuses the gates of its forward pass instead of new exponentials.
-#[inline]
+#[inline(always)]
 pub fn gelu_prime_from_gate<T: Real>(x: T, s: T) -> T {
     let k = T::c((2.0 / std::f64::consts::PI).sqrt());
     s + x * s * (T::one() - s) * T::c(2.0) * k * (T::one() + T::c(3.0 * 0.044715) * x * x)
@@ -44,6 +44,7 @@ pub fn gelu_prime_from_gate<T: Real>(x: T, s: T) -> T {
 /// [-87, 87], where `e^-t` stays finite; beyond it the gate is below 2e-38
 /// or 1 to float32 precision anyway. A NaN input still gives a NaN `gelu`,
 /// through its `x`. Float64 keeps the scalar rule, value for value.
+#[inline(always)]
 pub fn gelu_gates_in_place<T: Real>(values: &mut [T]) {
     if !T::IS_F32 {
         values.iter_mut().for_each(|v| *v = gelu_gate(*v));
