@@ -133,8 +133,10 @@ struct CubicLanes<T> {
     inv_arg: Lanes<T>,
 }
 
-/// The derivatives of one layer at each lane's point (raw values past the
-/// layer's own count are zero).
+/// The derivatives of one layer at each lane's point: a layer's
+/// `partials_at` writes the rows of its own raw values, and a row past them
+/// keeps what an earlier layer left there (nothing reads it). One is reused
+/// for every layer of a reverse pass, so it is not cleared for each.
 struct PartialsLanes<T> {
     f_raw: [Lanes<T>; MAX_RAW],
     logd_raw: [Lanes<T>; MAX_RAW],
@@ -284,8 +286,7 @@ impl<T: Real> CubicLanes<T> {
 
     /// [`Cubic::partials_at`] per lane: at `x`, given `y = f(x)`.
     #[inline(always)]
-    fn partials_at(&self, x: &Lanes<T>, y: &Lanes<T>) -> PartialsLanes<T> {
-        let mut p = PartialsLanes::zero();
+    fn partials_at(&self, x: &Lanes<T>, y: &Lanes<T>, p: &mut PartialsLanes<T>) {
         let u: Lanes<T> = std::array::from_fn(|i| x[i] - self.c[i]);
         let v: Lanes<T> = std::array::from_fn(|i| y[i] - self.c[i]);
         let (gu, gv) = (self.g_prime(&u), self.g_prime(&v));
@@ -316,7 +317,6 @@ impl<T: Real> CubicLanes<T> {
             p.f_x[i] = fp;
             p.logd_x[i] = logd_x;
         }
-        p
     }
 }
 
@@ -379,8 +379,7 @@ impl<T: Real> RationalLanes<T> {
 
     /// [`CubicRational::partials`] per lane, at `x`.
     #[inline(always)]
-    fn partials_at(&self, x: &Lanes<T>) -> PartialsLanes<T> {
-        let mut p = PartialsLanes::zero();
+    fn partials_at(&self, x: &Lanes<T>, p: &mut PartialsLanes<T>) {
         let (one, two, three) = (T::one(), T::c(2.0), T::c(3.0));
         for (i, &xi) in x.iter().enumerate() {
             let (alpha, beta) = (self.alpha[i], self.beta[i]);
@@ -408,7 +407,6 @@ impl<T: Real> RationalLanes<T> {
             p.f_x[i] = fp;
             p.logd_x[i] = fpp * inv_fp;
         }
-        p
     }
 }
 
@@ -582,8 +580,7 @@ impl<T: Real> SinhLanes<T> {
     /// [`Sinh::partials`] per lane, at `x`: with `R = sqrt(1 + z^2) = cosh A`,
     /// `tanh A = z / R` and `sech A = 1 / R`.
     #[inline(always)]
-    fn partials_at(&self, x: &Lanes<T>) -> PartialsLanes<T> {
-        let mut p = PartialsLanes::zero();
+    fn partials_at(&self, x: &Lanes<T>, p: &mut PartialsLanes<T>) {
         let e = self.eval(x, false);
         let mut slopes = e.logd;
         T::exp_in_place(&mut slopes);
@@ -623,7 +620,6 @@ impl<T: Real> SinhLanes<T> {
                 p.logd_x[i] = scalar.logd_x;
             }
         }
-        p
     }
 }
 
@@ -661,15 +657,15 @@ impl<T: Real> AffineLanes<T> {
 
     /// [`Affine::partials`] per lane, at `x`.
     #[inline(always)]
-    fn partials_at(&self, x: &Lanes<T>) -> PartialsLanes<T> {
-        let mut p = PartialsLanes::zero();
+    fn partials_at(&self, x: &Lanes<T>, p: &mut PartialsLanes<T>) {
         for (i, &xi) in x.iter().enumerate() {
             p.f_raw[0][i] = self.scale[i] * xi * self.ds_draw[i];
             p.f_raw[1][i] = T::one();
             p.logd_raw[0][i] = self.ds_draw[i];
+            p.logd_raw[1][i] = T::zero();
             p.f_x[i] = self.scale[i];
+            p.logd_x[i] = T::zero();
         }
-        p
     }
 }
 
@@ -750,12 +746,12 @@ impl<T: Real> LayerLanes<T> {
 
     /// The derivatives at `x`, given `y = f(x)`.
     #[inline(always)]
-    fn partials_at(&self, x: &Lanes<T>, y: &Lanes<T>) -> PartialsLanes<T> {
+    fn partials_at(&self, x: &Lanes<T>, y: &Lanes<T>, p: &mut PartialsLanes<T>) {
         match self {
-            Self::Cubic(layer) => layer.partials_at(x, y),
-            Self::Rational(layer) => layer.partials_at(x),
-            Self::Sinh(layer) => layer.partials_at(x),
-            Self::Affine(layer) => layer.partials_at(x),
+            Self::Cubic(layer) => layer.partials_at(x, y, p),
+            Self::Rational(layer) => layer.partials_at(x, p),
+            Self::Sinh(layer) => layer.partials_at(x, p),
+            Self::Affine(layer) => layer.partials_at(x, p),
         }
     }
 }
@@ -1055,9 +1051,11 @@ impl<T: Real> PackedStack<T> {
     ) {
         let ld_bar = self.load_adjoint(ld_bar);
         let mut b = self.load_adjoint(bar);
+        // every layer writes the rows it has (and reads no others)
+        let mut p = PartialsLanes::zero();
         for (k, layer) in self.layers.iter().enumerate().rev() {
             let (z, x) = self.layer_points(traces, out, k);
-            let p = layer.partials_at(&z, &x);
+            layer.partials_at(&z, &x, &mut p);
             let rows = &mut raw_bar[self.offsets[k] * LANES..];
             for (j, row) in rows.chunks_exact_mut(LANES).take(layer.n_raw()).enumerate() {
                 for (i, r) in row.iter_mut().enumerate() {
@@ -1081,9 +1079,11 @@ impl<T: Real> PackedStack<T> {
     ) {
         let ld_bar = self.load_adjoint(ld_bar);
         let mut b = self.load_adjoint(bar);
+        // every layer writes the rows it has (and reads no others)
+        let mut p = PartialsLanes::zero();
         for (k, layer) in self.layers.iter().enumerate() {
             let (z, y) = self.layer_points(traces, x, k);
-            let p = layer.partials_at(&z, &y);
+            layer.partials_at(&z, &y, &mut p);
             // dz/dx = 1/f', dz/dθ = -f_θ/f'; ld = -log f'(z(x, θ), θ)
             let g: Lanes<T> = std::array::from_fn(|i| b[i] - ld_bar[i] * p.logd_x[i]);
             let inv_fx: Lanes<T> = std::array::from_fn(|i| T::one() / p.f_x[i]);
