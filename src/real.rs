@@ -25,6 +25,23 @@ pub fn on_widest_vectors<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Values from which [`on_widest_vectors_for`] takes the widest vectors. On
+/// some processors (Intel's server cores) wide vector arithmetic lowers the
+/// core's clock for a while after it, which a short loop does not repay: the
+/// whole step then runs slower.
+pub const WIDE_FROM: usize = 8192;
+
+/// [`on_widest_vectors`] for a loop over `values` values: on the widest
+/// vectors from [`WIDE_FROM`] values, on the build's own below.
+#[inline(always)]
+pub fn on_widest_vectors_for<R>(values: usize, f: impl FnOnce() -> R) -> R {
+    if values >= WIDE_FROM {
+        on_widest_vectors(f)
+    } else {
+        f()
+    }
+}
+
 /// A real number type: the small set of operations the bijections need.
 pub trait Real:
     Copy

@@ -1,6 +1,6 @@
 //! Adam (beta1 0.9, beta2 0.999, eps 1e-8), with optax's update rule.
 
-use crate::real::{Real, on_widest_vectors};
+use crate::real::{Real, on_widest_vectors_for};
 
 #[derive(Clone, Debug)]
 pub struct Adam<T> {
@@ -59,7 +59,8 @@ impl<T: Real> Adam<T> {
         // every parameter tested, no early exit, so the test runs as vector
         // code (a non-finite step is rare: it ends the run)
         crate::parallel::for_each_mut(&mut blocks, threads, |(((m, v), (p, g)), finite)| {
-            *finite = on_widest_vectors(
+            *finite = on_widest_vectors_for(
+                p.len(),
                 #[inline(always)]
                 || {
                     let moments = m.iter().zip(v.iter());
@@ -89,7 +90,8 @@ impl<T: Real> Adam<T> {
         crate::parallel::for_each_mut(&mut blocks, threads, |((m, v), (p, g))| {
             // zipped slices, no indices: the compiler then runs the rule on
             // several parameters at once
-            on_widest_vectors(
+            on_widest_vectors_for(
+                p.len(),
                 #[inline(always)]
                 || {
                     let moments = m.iter_mut().zip(v.iter_mut());
@@ -178,7 +180,7 @@ mod tests {
 
     #[test]
     fn blocks_on_threads_give_the_same_update_and_one_bad_block_stops_all() {
-        let n = 3 * SPLIT_FROM;
+        let n = 3 * SPLIT_FROM.max(crate::real::WIDE_FROM);
         let grad: Vec<f32> = (0..n)
             .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
             .collect();
@@ -190,6 +192,8 @@ mod tests {
             assert!(one.update_if_finite(&mut p1, &grad));
             assert!(three.update_if_finite_on_threads(&mut p3, &grad, 3));
         }
+        // the same bits, though the threads' blocks (of WIDE_FROM each) run
+        // on the widest vectors and the one-thread form on the build's own
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&p3), bits(&p1));
         assert_eq!(bits(&three.m), bits(&one.m));

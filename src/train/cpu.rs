@@ -4,7 +4,7 @@
 use super::adam::Adam;
 use super::objective::{Loss, SetupError, TrainError, TrainSettings, Trainer};
 use crate::flow::{Flow, FlowModel};
-use crate::real::{Real, on_widest_vectors};
+use crate::real::{Real, on_widest_vectors_for};
 use crate::rng::Rng;
 use crate::stats::log_normal;
 use crate::target::{Target, TargetKind};
@@ -155,7 +155,8 @@ impl<T: Real> CpuTrainer<T> {
             .collect();
         crate::parallel::for_each_mut(&mut blocks, threads, |((b, sum), finite)| {
             let start = *b * per;
-            *finite = on_widest_vectors(
+            *finite = on_widest_vectors_for(
+                sum.len(),
                 #[inline(always)]
                 || {
                     const CACHED: usize = 4096;

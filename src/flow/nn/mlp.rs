@@ -7,7 +7,7 @@
 //! W_out (width x n_out), b_out`, kernels row-major as flax stores them (in, out).
 
 use super::{gelu_gates_in_place, gelu_prime_from_gate};
-use crate::real::{Real, on_widest_vectors};
+use crate::real::{Real, on_widest_vectors_for};
 use crate::rng::Rng;
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis};
@@ -102,7 +102,8 @@ impl MlpShape {
         for k in 1..=self.depth {
             let (wk, bk) = self.kernel(params, k);
             let (mut act, mut slope) = (h.clone(), h.clone());
-            on_widest_vectors(
+            on_widest_vectors_for(
+                h.len(),
                 #[inline(always)]
                 || {
                     gelu_block(
@@ -153,7 +154,8 @@ impl MlpShape {
             // residual block: h_bar(k-1) = h_bar(k) + act_bar * gelu'(h(k-1))
             let (ab, slope) = (slice(&act_bar), slice(&cache.slopes[k - 1]));
             let hb = standard(&mut h_bar);
-            on_widest_vectors(
+            on_widest_vectors_for(
+                hb.len(),
                 #[inline(always)]
                 || {
                     for ((hb, &ab), &slope) in hb.iter_mut().zip(ab).zip(slope) {
@@ -185,7 +187,8 @@ impl MlpShape {
         }
         let g_bias = &mut grad[br];
         match out_bar.as_slice() {
-            Some(rows) => on_widest_vectors(
+            Some(rows) => on_widest_vectors_for(
+                rows.len(),
                 #[inline(always)]
                 || {
                     for row in rows.chunks_exact(b.max(1)) {
@@ -242,6 +245,7 @@ fn standard<T>(a: &mut Array2<T>) -> &mut [T] {
 mod tests {
     use super::*;
     use crate::flow::nn::{gelu, gelu_prime};
+    use crate::real::on_widest_vectors;
 
     /// Rows of hidden states across GELU's range: both tails (where the
     /// gate's exponent is clamped), zero of either sign, and the middle.
