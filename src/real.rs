@@ -6,7 +6,7 @@ use std::iter::Sum;
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
 /// Runs `f` compiled for the widest vector instructions this processor has:
-/// natively AVX-512 or AVX2 where the processor has them, chosen at run time
+/// on x86-64 AVX-512 or AVX2 where the processor has them, chosen at run time
 /// (a build for any x86-64 otherwise uses only SSE2's four lanes); in the
 /// browser `f` itself, since the page is built with WebAssembly's simd128.
 ///

@@ -192,12 +192,23 @@ mod tests {
             assert!(one.update_if_finite(&mut p1, &grad));
             assert!(three.update_if_finite_on_threads(&mut p3, &grad, 3));
         }
-        // the same bits, though the threads' blocks (of WIDE_FROM each) run
-        // on the widest vectors and the one-thread form on the build's own
+        // the same bits on one thread and three
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&p3), bits(&p1));
         assert_eq!(bits(&three.m), bits(&one.m));
         assert_eq!(bits(&three.v), bits(&one.v));
+        // both ran their blocks (of WIDE_FROM values or more) on the widest
+        // vectors: the same bits as the rule applied one parameter at a time
+        let (mut m, mut v, mut p) = (vec![0f32; n], vec![0f32; n], start.clone());
+        for t in 1..=3 {
+            let rule = Rule::at(t, 1e-2);
+            for i in 0..n {
+                (m[i], v[i], p[i]) = rule.apply(m[i], v[i], p[i], grad[i]);
+            }
+        }
+        assert_eq!(bits(&p1), bits(&p));
+        assert_eq!(bits(&one.m), bits(&m));
+        assert_eq!(bits(&one.v), bits(&v));
         // a parameter in the last block about to overflow: no block moves
         let mut bad = p3.clone();
         // (its gradient has been positive: the step moves it down, past -MAX)

@@ -154,6 +154,8 @@ impl MlpShape {
             // residual block: h_bar(k-1) = h_bar(k) + act_bar * gelu'(h(k-1))
             let (ab, slope) = (slice(&act_bar), slice(&cache.slopes[k - 1]));
             let hb = standard(&mut h_bar);
+            // the zips below would stop at the shorter slice
+            debug_assert_eq!((hb.len(), slope.len()), (ab.len(), ab.len()));
             on_widest_vectors_for(
                 hb.len(),
                 #[inline(always)]
@@ -212,7 +214,7 @@ impl MlpShape {
 /// One residual block's element-wise work, on row-major arrays of the same
 /// shape: `act` and `slope` arrive as copies of `h` and leave as `gelu(h)`
 /// and `gelu'(h)`, then `h` gets the block's bias added to each row. Inlined
-/// into [`on_widest_vectors`].
+/// into [`crate::real::on_widest_vectors_for`].
 #[inline(always)]
 fn gelu_block<T: Real>(h: &mut [T], bias: &[T], act: &mut [T], slope: &mut [T]) {
     gelu_gates_in_place(slope);
@@ -262,7 +264,7 @@ mod tests {
     }
 
     #[test]
-    fn a_blocks_work_on_the_widest_vectors_is_the_same_bits_as_on_four_lanes() {
+    fn the_gelu_block_on_the_widest_vectors_is_the_same_bits_as_on_four_lanes() {
         let (rows, width) = (7, 128);
         let bias: Vec<f32> = (0..width).map(|j| (j as f32 * 0.3).cos()).collect();
         let start = hidden(rows, width);
