@@ -25,6 +25,21 @@ pub fn on_widest_vectors<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Runs `f` compiled for AVX2 and FMA where the processor has them (on
+/// x86-64; elsewhere just `f()`).
+#[inline(always)]
+pub fn on_avx2<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static V3: std::sync::LazyLock<Option<pulp::x86::V3>> =
+            std::sync::LazyLock::new(pulp::x86::V3::try_new);
+        if let Some(simd) = *V3 {
+            return pulp::Simd::vectorize(simd, f);
+        }
+    }
+    f()
+}
+
 /// Values from which [`on_widest_vectors_for`] takes the widest vectors. On
 /// some processors (Intel's server cores) wide vector arithmetic lowers the
 /// core's clock for a while after it, which a short loop does not repay: the

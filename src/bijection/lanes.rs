@@ -73,6 +73,18 @@ pub fn add_lane_major<T: Real>(lane_inner: &[T], lanes: usize, width: usize, lan
 /// `v.min(hi)` (`hi` for NaN) as a comparison and a select: WebAssembly's
 /// `min` treats NaN otherwise, so `min` there is a library call, and a call
 /// keeps the compiler from turning a lane loop into vector instructions.
+/// `std::array::from_fn`, always inlined: the lane kernels run inside
+/// functions compiled for wider vectors (see [`crate::real::on_avx2`]), and
+/// a helper left outside them would run on the build's own.
+#[inline(always)]
+fn from_fn<V: Copy + Default, const N: usize>(mut f: impl FnMut(usize) -> V) -> [V; N] {
+    let mut out = [V::default(); N];
+    for (i, v) in out.iter_mut().enumerate() {
+        *v = f(i);
+    }
+    out
+}
+
 #[inline(always)]
 fn below<T: Real>(v: T, hi: T) -> T {
     if v < hi { v } else { hi }
@@ -145,6 +157,7 @@ struct PartialsLanes<T> {
 }
 
 impl<T: Real> PartialsLanes<T> {
+    #[inline(always)]
     fn zero() -> Self {
         let zero = [T::zero(); LANES];
         Self {
@@ -158,7 +171,7 @@ impl<T: Real> PartialsLanes<T> {
 
 impl<T: Real> CubicLanes<T> {
     fn new(scalar: Lanes<Cubic<T>>) -> Self {
-        let column = |f: fn(&Cubic<T>) -> T| std::array::from_fn(|i| f(&scalar[i]));
+        let column = |f: fn(&Cubic<T>) -> T| from_fn(|i| f(&scalar[i]));
         Self {
             a: column(|c| c.a),
             b: column(|c| c.b),
@@ -177,26 +190,26 @@ impl<T: Real> CubicLanes<T> {
         let (one, two) = (T::one(), T::c(2.0));
         // the bounded scales of a and b, both columns in one pass:
         // v = exp(2 tanh(raw / 2)), tanh from e = exp(-|raw|)
-        let scale_raw: [T; 2 * LANES] = std::array::from_fn(|i| raw[i / LANES][i % LANES]);
+        let scale_raw: [T; 2 * LANES] = from_fn(|i| raw[i / LANES][i % LANES]);
         let mut e = scale_raw.map(|r| -r.abs());
         T::exp_in_place(&mut e);
         let th: [T; 2 * LANES] =
-            std::array::from_fn(|i| scale_raw[i].sign_nonneg() * (one - e[i]) / (one + e[i]));
+            from_fn(|i| scale_raw[i].sign_nonneg() * (one - e[i]) / (one + e[i]));
         let mut root = th;
         T::exp_in_place(&mut root);
-        let v: [T; 2 * LANES] = std::array::from_fn(|i| root[i] * root[i]);
-        let dv: [T; 2 * LANES] = std::array::from_fn(|i| v[i] * (one - th[i] * th[i]));
+        let v: [T; 2 * LANES] = from_fn(|i| root[i] * root[i]);
+        let dv: [T; 2 * LANES] = from_fn(|i| v[i] * (one - th[i] * th[i]));
         let sqrt3 = T::c(3f64.sqrt());
         let (sa, sb) = (&root[..LANES], &root[LANES..]);
         Self {
-            a: std::array::from_fn(|i| v[i]),
-            b: std::array::from_fn(|i| v[LANES + i]),
+            a: from_fn(|i| v[i]),
+            b: from_fn(|i| v[LANES + i]),
             beta: raw[2],
             c: raw[3],
-            da_draw: std::array::from_fn(|i| dv[i]),
-            db_draw: std::array::from_fn(|i| dv[LANES + i]),
-            inv_scale: std::array::from_fn(|i| two * sa[i] / (sqrt3 * sb[i])),
-            inv_arg: std::array::from_fn(|i| T::c(1.5) * sqrt3 * sb[i] / (v[i] * sa[i])),
+            da_draw: from_fn(|i| dv[i]),
+            db_draw: from_fn(|i| dv[LANES + i]),
+            inv_scale: from_fn(|i| two * sa[i] / (sqrt3 * sb[i])),
+            inv_arg: from_fn(|i| T::c(1.5) * sqrt3 * sb[i] / (v[i] * sa[i])),
         }
     }
 
@@ -217,13 +230,13 @@ impl<T: Real> CubicLanes<T> {
     /// `g(v) = a v + b v^3` per lane.
     #[inline(always)]
     fn g(&self, v: &Lanes<T>) -> Lanes<T> {
-        std::array::from_fn(|i| v[i] * (self.a[i] + self.b[i] * v[i] * v[i]))
+        from_fn(|i| v[i] * (self.a[i] + self.b[i] * v[i] * v[i]))
     }
 
     /// `g'(v)` per lane.
     #[inline(always)]
     fn g_prime(&self, v: &Lanes<T>) -> Lanes<T> {
-        std::array::from_fn(|i| self.a[i] + T::c(3.0) * self.b[i] * v[i] * v[i])
+        from_fn(|i| self.a[i] + T::c(3.0) * self.b[i] * v[i] * v[i])
     }
 
     /// `g^-1(w)` per lane: [`Cubic`]'s hyperbolic closed form without branches,
@@ -231,10 +244,9 @@ impl<T: Real> CubicLanes<T> {
     #[inline(always)]
     fn g_inv(&self, w: &Lanes<T>) -> Lanes<T> {
         let range = T::c(G_INV_RANGE);
-        let t: Lanes<T> = std::array::from_fn(|i| (self.inv_arg[i] * w[i]).abs());
-        let mut out: Lanes<T> = std::array::from_fn(|i| {
-            self.inv_scale[i] * w[i].sign_nonneg() * sinh_third(below(t[i], range))
-        });
+        let t: Lanes<T> = from_fn(|i| (self.inv_arg[i] * w[i]).abs());
+        let mut out: Lanes<T> =
+            from_fn(|i| self.inv_scale[i] * w[i].sign_nonneg() * sinh_third(below(t[i], range)));
         // one vector test, then lane by lane only when some lane is out of range
         if !t.iter().fold(true, |inside, &t| inside & (t < range)) {
             for i in 0..LANES {
@@ -249,46 +261,40 @@ impl<T: Real> CubicLanes<T> {
     /// `f(x)` per lane.
     #[inline(always)]
     fn x_from_z_value(&self, x: &Lanes<T>) -> Lanes<T> {
-        let u: Lanes<T> = std::array::from_fn(|i| x[i] - self.c[i]);
+        let u: Lanes<T> = from_fn(|i| x[i] - self.c[i]);
         let g = self.g(&u);
-        let w = std::array::from_fn(|i| g[i] + self.beta[i]);
+        let w = from_fn(|i| g[i] + self.beta[i]);
         let v = self.g_inv(&w);
-        std::array::from_fn(|i| self.c[i] + v[i])
+        from_fn(|i| self.c[i] + v[i])
     }
 
     /// `(f(x), f'(x))` per lane.
     #[inline(always)]
     fn x_from_z_ratio(&self, x: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
-        let u: Lanes<T> = std::array::from_fn(|i| x[i] - self.c[i]);
+        let u: Lanes<T> = from_fn(|i| x[i] - self.c[i]);
         let g = self.g(&u);
-        let w = std::array::from_fn(|i| g[i] + self.beta[i]);
+        let w = from_fn(|i| g[i] + self.beta[i]);
         let v = self.g_inv(&w);
         let (gu, gv) = (self.g_prime(&u), self.g_prime(&v));
-        (
-            std::array::from_fn(|i| self.c[i] + v[i]),
-            std::array::from_fn(|i| gu[i] / gv[i]),
-        )
+        (from_fn(|i| self.c[i] + v[i]), from_fn(|i| gu[i] / gv[i]))
     }
 
     /// `(f^-1(y), f'(f^-1(y)))` per lane.
     #[inline(always)]
     fn z_from_x_ratio(&self, y: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
-        let v: Lanes<T> = std::array::from_fn(|i| y[i] - self.c[i]);
+        let v: Lanes<T> = from_fn(|i| y[i] - self.c[i]);
         let g = self.g(&v);
-        let w = std::array::from_fn(|i| g[i] - self.beta[i]);
+        let w = from_fn(|i| g[i] - self.beta[i]);
         let u = self.g_inv(&w);
         let (gu, gv) = (self.g_prime(&u), self.g_prime(&v));
-        (
-            std::array::from_fn(|i| self.c[i] + u[i]),
-            std::array::from_fn(|i| gu[i] / gv[i]),
-        )
+        (from_fn(|i| self.c[i] + u[i]), from_fn(|i| gu[i] / gv[i]))
     }
 
     /// [`Cubic::partials_at`] per lane: at `x`, given `y = f(x)`.
     #[inline(always)]
     fn partials_at(&self, x: &Lanes<T>, y: &Lanes<T>, p: &mut PartialsLanes<T>) {
-        let u: Lanes<T> = std::array::from_fn(|i| x[i] - self.c[i]);
-        let v: Lanes<T> = std::array::from_fn(|i| y[i] - self.c[i]);
+        let u: Lanes<T> = from_fn(|i| x[i] - self.c[i]);
+        let v: Lanes<T> = from_fn(|i| y[i] - self.c[i]);
         let (gu, gv) = (self.g_prime(&u), self.g_prime(&v));
         let one = T::one();
         for i in 0..LANES {
@@ -333,7 +339,7 @@ struct RationalLanes<T> {
 impl<T: Real> RationalLanes<T> {
     fn new(scalar: Lanes<CubicRational<T>>) -> Self {
         let parts = scalar.map(|layer| layer.parts());
-        let column = |j: usize| std::array::from_fn(|i| parts[i][j]);
+        let column = |j: usize| from_fn(|i| parts[i][j]);
         Self {
             alpha: column(0),
             beta: column(1),
@@ -358,12 +364,12 @@ impl<T: Real> RationalLanes<T> {
     #[inline(always)]
     fn x_from_z_ratio(&self, x: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
         let one = T::one();
-        let u: Lanes<T> = std::array::from_fn(|i| x[i] - self.c[i]);
-        let bu2: Lanes<T> = std::array::from_fn(|i| self.beta[i] * u[i] * u[i]);
-        let d: Lanes<T> = std::array::from_fn(|i| one + bu2[i]);
+        let u: Lanes<T> = from_fn(|i| x[i] - self.c[i]);
+        let bu2: Lanes<T> = from_fn(|i| self.beta[i] * u[i] * u[i]);
+        let d: Lanes<T> = from_fn(|i| one + bu2[i]);
         (
-            std::array::from_fn(|i| x[i] + self.alpha[i] * u[i] / d[i]),
-            std::array::from_fn(|i| one + self.alpha[i] * (one - bu2[i]) / (d[i] * d[i])),
+            from_fn(|i| x[i] + self.alpha[i] * u[i] / d[i]),
+            from_fn(|i| one + self.alpha[i] * (one - bu2[i]) / (d[i] * d[i])),
         )
     }
 
@@ -371,8 +377,7 @@ impl<T: Real> RationalLanes<T> {
     /// packed.
     #[inline(always)]
     fn z_from_x_ratio(&self, y: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
-        let x: Lanes<T> =
-            std::array::from_fn(|i| self.lane(i).solve_centred(y[i] - self.c[i]) + self.c[i]);
+        let x: Lanes<T> = from_fn(|i| self.lane(i).solve_centred(y[i] - self.c[i]) + self.c[i]);
         let (_, ratio) = self.x_from_z_ratio(&x);
         (x, ratio)
     }
@@ -446,16 +451,16 @@ struct SinhEval<T> {
 impl<T: Real> SinhLanes<T> {
     fn new(scalar: Lanes<Sinh<T>>) -> Self {
         let parts = scalar.map(|layer| layer.parts());
-        let column = |j: usize| std::array::from_fn(|i| parts[i][j]);
+        let column = |j: usize| from_fn(|i| parts[i][j]);
         let (mu, nu): (Lanes<T>, Lanes<T>) = (column(3), column(4));
-        let mut e: [T; 4 * LANES] = std::array::from_fn(|i| match i / LANES {
+        let mut e: [T; 4 * LANES] = from_fn(|i| match i / LANES {
             0 => mu[i % LANES],
             1 => nu[i % LANES],
             2 => -mu[i % LANES],
             _ => -nu[i % LANES],
         });
         T::exp_in_place(&mut e);
-        let part = |k: usize| std::array::from_fn(|i| e[k * LANES + i]);
+        let part = |k: usize| from_fn(|i| e[k * LANES + i]);
         Self {
             s: column(0),
             beta: column(1),
@@ -494,12 +499,11 @@ impl<T: Real> SinhLanes<T> {
     fn eval(&self, x: &Lanes<T>, inverse: bool) -> SinhEval<T> {
         let (one, half, ln2) = (T::one(), T::c(0.5), T::c(std::f64::consts::LN_2));
         let (a_range, z_range) = (T::c(SINH_A_RANGE), T::c(SINH_Z_RANGE));
-        let a: Lanes<T> = std::array::from_fn(|i| (x[i] - self.c[i]) / self.s[i]);
+        let a: Lanes<T> = from_fn(|i| (x[i] - self.c[i]) / self.s[i]);
         // clamped so that far lanes cannot overflow the vector loops
         let ac: Lanes<T> = a.map(|v| between(v, -a_range, a_range));
         // sinh a = (expm1(a) - expm1(-a)) / 2, accurate near 0 too
-        let mut em: [T; 2 * LANES] =
-            std::array::from_fn(|i| if i < LANES { ac[i] } else { -ac[i - LANES] });
+        let mut em: [T; 2 * LANES] = from_fn(|i| if i < LANES { ac[i] } else { -ac[i - LANES] });
         T::exp_m1_in_place(&mut em);
         let mut e2: Lanes<T> = ac.map(|v| T::c(-2.0) * v.abs());
         T::exp_in_place(&mut e2);
@@ -508,18 +512,18 @@ impl<T: Real> SinhLanes<T> {
         } else {
             (self.beta, &self.e_mu, &self.e_nu)
         };
-        let sinh_a: Lanes<T> = std::array::from_fn(|i| half * (em[i] - em[LANES + i]));
-        let z: Lanes<T> = std::array::from_fn(|i| e_mu[i] * (e_nu[i] * sinh_a[i] + beta[i]));
+        let sinh_a: Lanes<T> = from_fn(|i| half * (em[i] - em[LANES + i]));
+        let z: Lanes<T> = from_fn(|i| e_mu[i] * (e_nu[i] * sinh_a[i] + beta[i]));
         // cosh a = 1 + (expm1(a) + expm1(-a)) / 2
-        let th_a = std::array::from_fn(|i| sinh_a[i] / (one + half * (em[i] + em[LANES + i])));
-        let far: [bool; LANES] = std::array::from_fn(|i| {
+        let th_a = from_fn(|i| sinh_a[i] / (one + half * (em[i] + em[LANES + i])));
+        let far: [bool; LANES] = from_fn(|i| {
             let (a, z) = (a[i], z[i]);
             a.is_nan() || a.abs() >= a_range || z.is_nan() || z.abs() > z_range
         });
         let zc: Lanes<T> = z.map(|v| between(v, -z_range, z_range));
         // ln1p of: e^(-2|a|) (log cosh a), |z| + z^2 / (1 + sqrt(1 + z^2))
         // (asinh |z|) and z^2 (2 log cosh A)
-        let mut l: [T; 3 * LANES] = std::array::from_fn(|i| {
+        let mut l: [T; 3 * LANES] = from_fn(|i| {
             let k = i % LANES;
             let z2 = zc[k] * zc[k];
             match i / LANES {
@@ -529,8 +533,8 @@ impl<T: Real> SinhLanes<T> {
             }
         });
         T::ln_1p_in_place(&mut l);
-        let big_a = std::array::from_fn(|i| zc[i].sign_nonneg() * l[LANES + i]);
-        let logd = std::array::from_fn(|i| {
+        let big_a = from_fn(|i| zc[i].sign_nonneg() * l[LANES + i]);
+        let logd = from_fn(|i| {
             let mu_nu = if inverse {
                 -(self.mu[i] + self.nu[i])
             } else {
@@ -553,7 +557,7 @@ impl<T: Real> SinhLanes<T> {
     #[inline(always)]
     fn x_from_z(&self, x: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
         let e = self.eval(x, false);
-        let mut y: Lanes<T> = std::array::from_fn(|i| self.c[i] + self.s[i] * e.big_a[i]);
+        let mut y: Lanes<T> = from_fn(|i| self.c[i] + self.s[i] * e.big_a[i]);
         let mut logd = e.logd;
         for i in 0..LANES {
             if e.far[i] {
@@ -567,7 +571,7 @@ impl<T: Real> SinhLanes<T> {
     #[inline(always)]
     fn z_from_x(&self, y: &Lanes<T>) -> (Lanes<T>, Lanes<T>) {
         let e = self.eval(y, true);
-        let mut x: Lanes<T> = std::array::from_fn(|i| self.c[i] + self.s[i] * e.big_a[i]);
+        let mut x: Lanes<T> = from_fn(|i| self.c[i] + self.s[i] * e.big_a[i]);
         let mut logd: Lanes<T> = e.logd.map(|v| -v);
         for i in 0..LANES {
             if e.far[i] {
@@ -636,7 +640,7 @@ struct AffineLanes<T> {
 impl<T: Real> AffineLanes<T> {
     fn new(scalar: Lanes<Affine<T>>) -> Self {
         let parts = scalar.map(|layer| layer.parts());
-        let column = |j: usize| std::array::from_fn(|i| parts[i][j]);
+        let column = |j: usize| from_fn(|i| parts[i][j]);
         Self {
             s: column(0),
             t: column(1),
@@ -647,12 +651,12 @@ impl<T: Real> AffineLanes<T> {
 
     #[inline(always)]
     fn x_from_z_value(&self, x: &Lanes<T>) -> Lanes<T> {
-        std::array::from_fn(|i| self.scale[i] * x[i] + self.t[i])
+        from_fn(|i| self.scale[i] * x[i] + self.t[i])
     }
 
     #[inline(always)]
     fn z_from_x_value(&self, y: &Lanes<T>) -> Lanes<T> {
-        std::array::from_fn(|i| (y[i] - self.t[i]) / self.scale[i])
+        from_fn(|i| (y[i] - self.t[i]) / self.scale[i])
     }
 
     /// [`Affine::partials`] per lane, at `x`.
@@ -686,6 +690,7 @@ enum LayerLanes<T> {
 }
 
 impl<T: Real> LayerLanes<T> {
+    #[inline(always)]
     fn family(&self) -> Family {
         match self {
             Self::Cubic(_) => Family::Cubic,
@@ -695,6 +700,7 @@ impl<T: Real> LayerLanes<T> {
         }
     }
 
+    #[inline(always)]
     fn n_raw(&self) -> usize {
         match self {
             Self::Cubic(_) => CUBIC_RAW,
@@ -760,6 +766,7 @@ impl<T: Real> LayerLanes<T> {
 struct SlopeSums<T>([LogSlopeSum<T>; LANES]);
 
 impl<T: Real> SlopeSums<T> {
+    #[inline(always)]
     fn new() -> Self {
         Self([LogSlopeSum::default(); LANES])
     }
@@ -789,6 +796,7 @@ impl<T: Real> SlopeSums<T> {
         }
     }
 
+    #[inline(always)]
     fn write(&self, ld: &mut [T]) {
         for (l, sum) in ld.iter_mut().zip(&self.0) {
             *l = sum.value();
@@ -811,6 +819,47 @@ pub struct PackedStack<T> {
 }
 
 impl<T: Real> PackedStack<T> {
+    pub fn build(&mut self, stack: &Stack, raws: &[T], lanes: usize) -> bool {
+        crate::real::on_avx2(
+            #[inline(always)]
+            || self.build_here(stack, raws, lanes),
+        )
+    }
+
+    pub fn x_from_z_value(&self, v: &mut [T], traces: &mut [T]) {
+        self.x_from_z_value_here(v, traces)
+    }
+
+    pub fn x_from_z(&self, v: &mut [T], ld: &mut [T], traces: &mut [T]) {
+        self.x_from_z_here(v, ld, traces)
+    }
+
+    pub fn z_from_x(&self, v: &mut [T], ld: &mut [T], traces: &mut [T]) {
+        self.z_from_x_here(v, ld, traces)
+    }
+
+    pub fn x_from_z_backward(
+        &self,
+        traces: &[T],
+        out: &[T],
+        bar: &mut [T],
+        ld_bar: &[T],
+        raw_bar: &mut [T],
+    ) {
+        self.x_from_z_backward_here(traces, out, bar, ld_bar, raw_bar)
+    }
+
+    pub fn z_from_x_backward(
+        &self,
+        traces: &[T],
+        x: &[T],
+        bar: &mut [T],
+        ld_bar: &[T],
+        raw_bar: &mut [T],
+    ) {
+        self.z_from_x_backward_here(traces, x, bar, ld_bar, raw_bar)
+    }
+
     pub fn new() -> Self {
         Self {
             layers: Vec::new(),
@@ -890,7 +939,8 @@ impl<T: Real> PackedStack<T> {
     /// packed form, the cubic's
     /// raw-to-constrained transforms as vector instructions too. `false`
     /// (nothing packed) when a layer is of no packed family.
-    pub fn build(&mut self, stack: &Stack, raws: &[T], lanes: usize) -> bool {
+    #[inline(always)]
+    fn build_here(&mut self, stack: &Stack, raws: &[T], lanes: usize) -> bool {
         let packable = |f: &Family| {
             matches!(
                 f,
@@ -925,7 +975,7 @@ impl<T: Real> PackedStack<T> {
             let start = stack.layer_range(k).start;
             let layer = match family {
                 Family::Cubic => {
-                    let raw: [Lanes<T>; CUBIC_RAW] = std::array::from_fn(|j| row(start + j));
+                    let raw: [Lanes<T>; CUBIC_RAW] = from_fn(|j| row(start + j));
                     if let Some(LayerLanes::Cubic(layer)) = self.layers.get_mut(k) {
                         *layer = CubicLanes::from_raw(&raw);
                         continue;
@@ -933,19 +983,19 @@ impl<T: Real> PackedStack<T> {
                     LayerLanes::Cubic(CubicLanes::from_raw(&raw))
                 }
                 Family::Affine => {
-                    let raw: [Lanes<T>; AFFINE_RAW] = std::array::from_fn(|j| row(start + j));
+                    let raw: [Lanes<T>; AFFINE_RAW] = from_fn(|j| row(start + j));
                     LayerLanes::Affine(AffineLanes::new(std::array::from_fn(|i| {
                         Affine::from_raw(&raw.map(|r| r[i]))
                     })))
                 }
                 Family::Sinh => {
-                    let raw: [Lanes<T>; SINH_RAW] = std::array::from_fn(|j| row(start + j));
+                    let raw: [Lanes<T>; SINH_RAW] = from_fn(|j| row(start + j));
                     LayerLanes::Sinh(SinhLanes::new(std::array::from_fn(|i| {
                         Sinh::from_raw(&raw.map(|r| r[i]))
                     })))
                 }
                 _ => {
-                    let raw: [Lanes<T>; RATIONAL_RAW] = std::array::from_fn(|j| row(start + j));
+                    let raw: [Lanes<T>; RATIONAL_RAW] = from_fn(|j| row(start + j));
                     LayerLanes::Rational(RationalLanes::new(std::array::from_fn(|i| {
                         CubicRational::from_raw(&raw.map(|r| r[i]))
                     })))
@@ -967,17 +1017,20 @@ impl<T: Real> PackedStack<T> {
     }
 
     /// The packed chains' values, the rest padded with the last.
+    #[inline(always)]
     fn load(&self, v: &[T]) -> Lanes<T> {
-        std::array::from_fn(|i| v[i.min(self.lanes - 1)])
+        from_fn(|i| v[i.min(self.lanes - 1)])
     }
 
     /// The packed chains' adjoints, the rest zero: a padding lane then adds
     /// nothing to the raw adjoints (while the last chain's partials are finite).
+    #[inline(always)]
     fn load_adjoint(&self, v: &[T]) -> Lanes<T> {
-        std::array::from_fn(|i| if i < self.lanes { v[i] } else { T::zero() })
+        from_fn(|i| if i < self.lanes { v[i] } else { T::zero() })
     }
 
     /// Row `k` of lane-inner `traces`.
+    #[inline(always)]
     fn row(traces: &[T], k: usize) -> Lanes<T> {
         let mut row = [T::zero(); LANES];
         row.copy_from_slice(&traces[k * LANES..(k + 1) * LANES]);
@@ -987,7 +1040,8 @@ impl<T: Real> PackedStack<T> {
     /// As [`Stack::x_from_z_value_lanes`](super::Stack::x_from_z_value_lanes),
     /// with the traces lane-inner: layer `k`'s input of lane `i` at
     /// `traces[k * LANES + i]` (`K x LANES` values, the padding lanes too).
-    pub fn x_from_z_value(&self, v: &mut [T], traces: &mut [T]) {
+    #[inline(always)]
+    fn x_from_z_value_here(&self, v: &mut [T], traces: &mut [T]) {
         let mut x = self.load(v);
         for (k, layer) in self.layers.iter().enumerate() {
             traces[k * LANES..(k + 1) * LANES].copy_from_slice(&x);
@@ -998,7 +1052,8 @@ impl<T: Real> PackedStack<T> {
 
     /// As [`Stack::x_from_z_lanes`](super::Stack::x_from_z_lanes), the traces
     /// lane-inner as in [`Self::x_from_z_value`].
-    pub fn x_from_z(&self, v: &mut [T], ld: &mut [T], traces: &mut [T]) {
+    #[inline(always)]
+    fn x_from_z_here(&self, v: &mut [T], ld: &mut [T], traces: &mut [T]) {
         let mut x = self.load(v);
         let mut sums = SlopeSums::new();
         for (k, layer) in self.layers.iter().enumerate() {
@@ -1013,7 +1068,8 @@ impl<T: Real> PackedStack<T> {
 
     /// As [`Stack::z_from_x_lanes`](super::Stack::z_from_x_lanes), the traces
     /// lane-inner as in [`Self::x_from_z_value`].
-    pub fn z_from_x(&self, v: &mut [T], ld: &mut [T], traces: &mut [T]) {
+    #[inline(always)]
+    fn z_from_x_here(&self, v: &mut [T], ld: &mut [T], traces: &mut [T]) {
         let mut x = self.load(v);
         let mut sums = SlopeSums::new();
         for (k, layer) in self.layers.iter().enumerate().rev() {
@@ -1028,6 +1084,7 @@ impl<T: Real> PackedStack<T> {
 
     /// Layer `k`'s input and output per lane from the traces (`last`: the
     /// stack's output in the sampling direction).
+    #[inline(always)]
     fn layer_points(&self, traces: &[T], last: &[T], k: usize) -> (Lanes<T>, Lanes<T>) {
         let output = if k + 1 < self.layers.len() {
             Self::row(traces, k + 1)
@@ -1041,7 +1098,8 @@ impl<T: Real> PackedStack<T> {
     /// lane-inner: the traces as [`Self::x_from_z`] wrote them, and the raw
     /// adjoints added at `raw_bar[r * LANES + i]` for raw value `r` of lane
     /// `i` (`n_raw x LANES` values; the padding lanes add zeros).
-    pub fn x_from_z_backward(
+    #[inline(always)]
+    fn x_from_z_backward_here(
         &self,
         traces: &[T],
         out: &[T],
@@ -1062,14 +1120,15 @@ impl<T: Real> PackedStack<T> {
                     *r += b[i] * p.f_raw[j][i] + ld_bar[i] * p.logd_raw[j][i];
                 }
             }
-            b = std::array::from_fn(|i| b[i] * p.f_x[i] + ld_bar[i] * p.logd_x[i]);
+            b = from_fn(|i| b[i] * p.f_x[i] + ld_bar[i] * p.logd_x[i]);
         }
         bar[..self.lanes].copy_from_slice(&b[..self.lanes]);
     }
 
     /// As [`Stack::z_from_x_backward_lanes`](super::Stack::z_from_x_backward_lanes),
     /// lane-inner as [`Self::x_from_z_backward`].
-    pub fn z_from_x_backward(
+    #[inline(always)]
+    fn z_from_x_backward_here(
         &self,
         traces: &[T],
         x: &[T],
@@ -1085,16 +1144,49 @@ impl<T: Real> PackedStack<T> {
             let (z, y) = self.layer_points(traces, x, k);
             layer.partials_at(&z, &y, &mut p);
             // dz/dx = 1/f', dz/dθ = -f_θ/f'; ld = -log f'(z(x, θ), θ)
-            let g: Lanes<T> = std::array::from_fn(|i| b[i] - ld_bar[i] * p.logd_x[i]);
-            let inv_fx: Lanes<T> = std::array::from_fn(|i| T::one() / p.f_x[i]);
+            let g: Lanes<T> = from_fn(|i| b[i] - ld_bar[i] * p.logd_x[i]);
+            let inv_fx: Lanes<T> = from_fn(|i| T::one() / p.f_x[i]);
             let rows = &mut raw_bar[self.offsets[k] * LANES..];
             for (j, row) in rows.chunks_exact_mut(LANES).take(layer.n_raw()).enumerate() {
                 for (i, r) in row.iter_mut().enumerate() {
                     *r -= g[i] * p.f_raw[j][i] * inv_fx[i] + ld_bar[i] * p.logd_raw[j][i];
                 }
             }
-            b = std::array::from_fn(|i| g[i] * inv_fx[i]);
+            b = from_fn(|i| g[i] * inv_fx[i]);
         }
         bar[..self.lanes].copy_from_slice(&b[..self.lanes]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The build's arithmetic is the same operations in the same order on
+    /// every vector width (no fused multiply-adds), so AVX2 where the
+    /// processor has it gives the build's own bits. (Without AVX2 both sides
+    /// run the same code.)
+    #[test]
+    fn the_build_on_avx2_is_the_same_bits_as_on_the_builds_own_vectors() {
+        let stack = Stack::mixed(vec![
+            Family::Cubic,
+            Family::Affine,
+            Family::Cubic,
+            Family::CubicRational,
+            Family::Sinh,
+            Family::Cubic,
+        ]);
+        let mut rng = crate::rng::Rng::seeded(7);
+        // raw values from about -6 to 6, a few beyond the scales' bounds
+        let raws: Vec<f32> = (0..stack.n_raw() * LANES)
+            .map(|_| (3.0 * rng.normal()) as f32)
+            .collect();
+        for lanes in [LANES, 5] {
+            let (mut dispatched, mut own) = (PackedStack::new(), PackedStack::new());
+            assert!(dispatched.build(&stack, &raws, lanes));
+            assert!(own.build_here(&stack, &raws, lanes));
+            let bits = |packed: &PackedStack<f32>| format!("{:?}", packed.layers);
+            assert_eq!(bits(&dispatched), bits(&own), "{lanes} lanes");
+        }
     }
 }

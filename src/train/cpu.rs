@@ -119,6 +119,34 @@ impl<T: Real> CpuTrainer<T> {
         )
     }
 
+    /// A whole step's parts: [`Self::draw_batch`] then [`Self::compute_parts`],
+    /// the same numbers, with the batch drawn while the other threads wake up.
+    fn draw_and_compute_parts(&mut self) -> Vec<f64> {
+        let flow = self.model.as_flow();
+        let d = flow.dim();
+        let n_params = flow.n_params();
+        let (target, settings, rng) = (&self.target, &self.settings, &mut self.rng);
+        let n = settings.batch;
+        let draw = || {
+            super::draw_batch(target, settings, rng)
+                .into_iter()
+                .map(T::c)
+                .collect::<Vec<T>>()
+        };
+        crate::parallel::map_drawn_parts_with(
+            n * d,
+            d,
+            settings.threads,
+            draw,
+            &mut self.part_grads,
+            || vec![T::zero(); n_params],
+            |chunk, grad| {
+                grad.iter_mut().for_each(|g| *g = T::zero());
+                part_loss_grad(flow, target, settings.loss, chunk, n, grad)
+            },
+        )
+    }
+
     /// Part `index`'s gradient as last computed or set (empty before any).
     pub fn part_grad(&self, index: usize) -> &[T] {
         self.part_grads.get(index).map_or(&[], Vec::as_slice)
@@ -280,9 +308,7 @@ fn part_loss_grad<T: Real>(
 impl<T: Real> Trainer for CpuTrainer<T> {
     fn step(&mut self) -> Result<f64, TrainError> {
         crate::parallel::on_threads(self.settings.threads, || {
-            let batch = self.draw_batch();
-            let parts = self.part_count(&batch);
-            let losses = self.compute_parts(&batch, 0..parts);
+            let losses = self.draw_and_compute_parts();
             self.finish_step(&losses)
         })
     }
