@@ -26,7 +26,12 @@ pub fn on_widest_vectors<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// Runs `f` compiled for AVX2 and FMA where the processor has them (on
-/// x86-64; elsewhere just `f()`).
+/// x86-64; elsewhere just `f()`): the packed stacks' passes
+/// (`bijection::lanes`). As in [`on_widest_vectors`], `f` and all it calls
+/// must be `#[inline(always)]`, and the arithmetic is the same operation for
+/// operation (Rust never fuses a multiply and an add by itself), so the bits
+/// are those of the build's own vectors. AVX-512 made those passes no faster
+/// (the chains are bound by latency, not width).
 #[inline(always)]
 pub fn on_avx2<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]

@@ -10,8 +10,9 @@ use super::{Family, LogSlopeSum, Scalar};
 /// Most layers a stack may have (model files and flags are checked against it).
 pub const MAX_STACK: usize = 1024;
 
-/// Most lanes one lockstep call runs.
-pub const MAX_LANES: usize = 16;
+/// Most lanes one lockstep call runs: a block of the packed passes
+/// ([`super::lanes::LANES`]), whose families without a packed form run here.
+pub const MAX_LANES: usize = super::lanes::LANES;
 use crate::real::Real;
 
 #[derive(Clone, Debug, PartialEq)]
