@@ -45,10 +45,11 @@ pub fn on_avx2<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Values from which [`on_widest_vectors_for`] takes the widest vectors. On
-/// some processors (Intel's server cores) wide vector arithmetic lowers the
-/// core's clock for a while after it, which a short loop does not repay: the
-/// whole step then runs slower.
+/// Values from which [`on_widest_vectors_for`] takes the widest vectors.
+/// Chosen when the radial flows' passes, dispatched the same way, ran slower;
+/// that proved to be their chains' latency with too few lanes in flight
+/// (`bijection::lanes`), not the loops' length, and the threshold has not
+/// been measured again.
 pub const WIDE_FROM: usize = 8192;
 
 /// [`on_widest_vectors`] for a loop over `values` values: on the widest
