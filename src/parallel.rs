@@ -158,7 +158,9 @@ pub fn map_parts_with<T: Sync, B: Send, R: Send>(
 /// a sleeping pool thread at its start and again at its end cost about 25 µs
 /// each on a 2-core virtual machine, a tenth of the step. The results are
 /// those of [`map_parts_with`] on the drawn items, on any number of threads
-/// (it also serves where `draw` makes other than `len` items).
+/// (it also serves where `draw` makes other than `len` items). `draw` must not
+/// itself split work over the pool: this thread could then pick up a helper's
+/// job, which waits for the draw.
 pub fn map_drawn_parts_with<T: Send + Sync, B: Send, R: Send>(
     len: usize,
     stride: usize,
