@@ -6,7 +6,7 @@
 #[cfg(not(target_arch = "wasm32"))]
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 #[cfg(not(target_arch = "wasm32"))]
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// Applies `f` to consecutive chunks of `items` (each a multiple of `stride`
 /// long) on up to `threads` threads; results come back in order.
@@ -172,9 +172,11 @@ pub fn map_drawn_parts_with<T: Send + Sync, B: Send, R: Send>(
 ) -> Vec<R> {
     #[cfg(not(target_arch = "wasm32"))]
     {
-        let threads = threads.clamp(1, part_count(len, stride).max(1));
-        if let Some(team) = (threads > 1).then(|| pool(threads)).flatten() {
-            return map_drawn_parts_on(&team, threads, len, stride, draw, buffers, new_buffer, f);
+        // the pool of `threads` (the one a training step runs on, see
+        // `on_threads`), and no more helpers than there are parts
+        let helpers = threads.min(part_count(len, stride)).saturating_sub(1);
+        if let Some(team) = (helpers > 0).then(|| pool(threads)).flatten() {
+            return map_drawn_parts_on(&team, helpers, len, stride, draw, buffers, new_buffer, f);
         }
     }
     // one thread (the browser): the parts fall where the drawn items put them
@@ -183,12 +185,13 @@ pub fn map_drawn_parts_with<T: Send + Sync, B: Send, R: Send>(
     map_parts_with(&items, stride, 1, buffers, new_buffer, f)
 }
 
-/// [`map_drawn_parts_with`] on the pool `team` of `threads` threads.
+/// [`map_drawn_parts_with`] on the pool `team`, this thread and `helpers`
+/// of the pool's others taking the parts.
 #[cfg(not(target_arch = "wasm32"))]
 #[allow(clippy::too_many_arguments)]
 fn map_drawn_parts_on<T: Send + Sync, B: Send, R: Send>(
     team: &rayon::ThreadPool,
-    threads: usize,
+    helpers: usize,
     len: usize,
     stride: usize,
     draw: impl FnOnce() -> Vec<T> + Send,
@@ -220,14 +223,15 @@ fn map_drawn_parts_on<T: Send + Sync, B: Send, R: Send>(
             // counted even when `f` panics, so the wait below ends (and the
             // scope passes the panic on)
             let _finished = CountOnDrop(&finished);
-            if let Ok(mut slot) = slots[i].lock() {
-                let (buffer, out) = &mut *slot;
-                *out = Some(f(parts[i], buffer));
-            }
+            // a slot is poisoned only by its own part's panic, which the
+            // scope passes on
+            let mut slot = slots[i].lock().unwrap_or_else(PoisonError::into_inner);
+            let (buffer, out) = &mut *slot;
+            *out = Some(f(parts[i], buffer));
         }
     };
     let undrawn = team.scope(|scope| {
-        for _ in 1..threads {
+        for _ in 0..helpers {
             scope.spawn(|_| take_parts());
         }
         // the helpers give up if `draw` panics
@@ -250,12 +254,12 @@ fn map_drawn_parts_on<T: Send + Sync, B: Send, R: Send>(
     match undrawn {
         None => slots
             .into_iter()
-            .filter_map(|slot| slot.into_inner().ok().and_then(|(_, out)| out))
+            .filter_map(|slot| slot.into_inner().unwrap_or_else(PoisonError::into_inner).1)
             .collect(),
         // `draw` made other than `len` items: the parts fall elsewhere
         Some(items) => {
             drop(slots);
-            map_parts_with(&items, stride, threads, buffers, new_buffer, f)
+            map_parts_with(&items, stride, helpers + 1, buffers, new_buffer, f)
         }
     }
 }
@@ -463,25 +467,20 @@ mod tests {
             assert_eq!(buffers, plain_buffers, "{threads} threads");
         }
         // a draw of other than the announced length: the parts of what it drew
+        // (3 rows in 3 parts where 500 rows would be 8)
+        assert_ne!(part_count(6, 2), part_count(rows.len(), 2));
         let mut buffers = Vec::new();
         let short = map_drawn_parts_with(
             rows.len(),
             2,
             2,
-            || rows[..100].to_vec(),
+            || rows[..6].to_vec(),
             &mut buffers,
             Vec::new,
             sum_and_mark,
         );
         let mut plain_buffers = Vec::new();
-        let expected = map_parts_with(
-            &rows[..100],
-            2,
-            1,
-            &mut plain_buffers,
-            Vec::new,
-            sum_and_mark,
-        );
+        let expected = map_parts_with(&rows[..6], 2, 1, &mut plain_buffers, Vec::new, sum_and_mark);
         assert_eq!(short, expected);
     }
 

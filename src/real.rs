@@ -398,6 +398,7 @@ fn exp_f32_reduced(x: f32) -> f32 {
 /// and the vector `exp` minus one elsewhere; within a few ulp of the standard
 /// library's `exp_m1` (tested). A slice with a value outside [-87.3, 88] or a
 /// NaN is left to the standard library.
+#[inline(always)]
 pub fn exp_m1_f32_in_place(values: &mut [f32]) {
     let outside = values
         .iter()
@@ -429,6 +430,7 @@ pub fn exp_m1_f32_in_place(values: &mut [f32]) {
 /// `1 + x` corrected; within a few ulp of the standard library's `ln_1p`
 /// (tested). A slice with a value at or below -0.9999, above 1e30 or a NaN is
 /// left to the standard library.
+#[inline(always)]
 pub fn ln_1p_f32_in_place(values: &mut [f32]) {
     // ln 2 split so that e * LN2_HI is exact for every exponent e here
     const LN2_HI: f32 = 0.693_359_4;

@@ -13,9 +13,10 @@
 //! A chain is a long run of dependent operations (each layer a square root,
 //! a division and a few Newton steps on the last layer's output), so its
 //! speed is set by how many independent chains the processor can overlap,
-//! not by the width of one vector: 32 lanes (eight SSE or four AVX2 vectors
-//! in flight) ran the training step 20 % faster than 16 on SSE and 35 % on
-//! AVX2; 64 ran slower (spilled out of the registers and the first cache).
+//! not by the width of one vector: against 16 lanes on SSE, 32 lanes (eight
+//! SSE or four AVX2 vectors in flight) ran the Fourier recipe's training step
+//! 20 % faster on SSE and 35 % faster on AVX2; 64 ran slower (spilled out of
+//! the registers and the first cache).
 //! The passes run inside [`crate::real::on_avx2`], so everything they call
 //! is always inlined.
 //!
@@ -43,7 +44,9 @@ use super::sinh::Sinh;
 use super::{Family, LogSlopeSum, Scalar, Slope, Stack};
 use crate::real::Real;
 
-/// Samples evaluated together (see the module's notes for why 32).
+/// Samples evaluated together (see the module's notes for why 32). More
+/// than 32 would also need another [`from_fn`]: the standard library's
+/// `Default` for arrays, which it takes for rows of lanes, stops at 32.
 pub const LANES: usize = 32;
 
 /// One value per lane.
@@ -79,9 +82,6 @@ pub fn add_lane_major<T: Real>(lane_inner: &[T], lanes: usize, width: usize, lan
     }
 }
 
-/// `v.min(hi)` (`hi` for NaN) as a comparison and a select: WebAssembly's
-/// `min` treats NaN otherwise, so `min` there is a library call, and a call
-/// keeps the compiler from turning a lane loop into vector instructions.
 /// `std::array::from_fn`, always inlined: the lane kernels run inside
 /// functions compiled for wider vectors (see [`crate::real::on_avx2`]), and
 /// a helper left outside them would run on the build's own. One loop over
@@ -96,6 +96,9 @@ fn from_fn<V: Copy + Default, const N: usize>(mut f: impl FnMut(usize) -> V) -> 
     out
 }
 
+/// `v.min(hi)` (`hi` for NaN) as a comparison and a select: WebAssembly's
+/// `min` treats NaN otherwise, so `min` there is a library call, and a call
+/// keeps the compiler from turning a lane loop into vector instructions.
 #[inline(always)]
 fn below<T: Real>(v: T, hi: T) -> T {
     if v < hi { v } else { hi }
@@ -181,6 +184,7 @@ impl<T: Real> PartialsLanes<T> {
 }
 
 impl<T: Real> CubicLanes<T> {
+    #[inline(always)]
     fn new(scalar: Lanes<Cubic<T>>) -> Self {
         let column = |f: fn(&Cubic<T>) -> T| from_fn(|i| f(&scalar[i]));
         Self {
@@ -348,6 +352,7 @@ struct RationalLanes<T> {
 }
 
 impl<T: Real> RationalLanes<T> {
+    #[inline(always)]
     fn new(scalar: Lanes<CubicRational<T>>) -> Self {
         let parts = scalar.map(|layer| layer.parts());
         let column = |j: usize| from_fn(|i| parts[i][j]);
@@ -460,6 +465,7 @@ struct SinhEval<T> {
 }
 
 impl<T: Real> SinhLanes<T> {
+    #[inline(always)]
     fn new(scalar: Lanes<Sinh<T>>) -> Self {
         let parts = scalar.map(|layer| layer.parts());
         let column = |j: usize| from_fn(|i| parts[i][j]);
@@ -649,6 +655,7 @@ struct AffineLanes<T> {
 }
 
 impl<T: Real> AffineLanes<T> {
+    #[inline(always)]
     fn new(scalar: Lanes<Affine<T>>) -> Self {
         let parts = scalar.map(|layer| layer.parts());
         let column = |j: usize| from_fn(|i| parts[i][j]);

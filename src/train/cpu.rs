@@ -120,7 +120,8 @@ impl<T: Real> CpuTrainer<T> {
     }
 
     /// A whole step's parts: [`Self::draw_batch`] then [`Self::compute_parts`],
-    /// the same numbers, with the batch drawn while the other threads wake up.
+    /// the same numbers (every target draws the whole batch it is asked for,
+    /// or none), with the batch drawn while the other threads wake up.
     fn draw_and_compute_parts(&mut self) -> Vec<f64> {
         let flow = self.model.as_flow();
         let d = flow.dim();

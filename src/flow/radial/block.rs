@@ -204,12 +204,15 @@ impl<T: Real> RadialFlow<T> {
     fn fourier(order: usize, u: &[T], out: &mut [T]) {
         // scaled first, so that a tiny u's square does not underflow
         let largest = u[0].abs().max(u[1].abs());
-        // u = 0 (a point at the centre): atan2(0, 0) = 0, so t = pi
-        let (c1, s1) = if largest > T::zero() {
+        let (c1, s1) = if u[0].is_nan() || u[1].is_nan() {
+            (T::c(f64::NAN), T::c(f64::NAN))
+        } else if largest > T::zero() {
             let (a, b) = (u[0] / largest, u[1] / largest);
             let norm = (a * a + b * b).sqrt();
             (-a / norm, -b / norm)
         } else {
+            // u = 0 (a point at the centre): t = pi, as atan2(+0, +0) = 0
+            // gives and as the GPU's shader takes it
             (-T::one(), T::zero())
         };
         let (mut c, mut s) = (c1, s1);
@@ -796,6 +799,10 @@ mod tests {
             })
             .collect();
         directions.extend([[0.0, 0.0], [1.0, 0.0], [-1.0, -0.0], [0.0, -1e-30]]);
+        // a NaN direction gives NaN features, as atan2 did (the constant stays 1)
+        let mut nan = vec![0.0; 2 * order + 1];
+        RadialFlow::<f64>::fourier(order, &[f64::NAN, 0.5], &mut nan);
+        assert!(nan[..2 * order].iter().all(|v| v.is_nan()) && nan[2 * order] == 1.0);
         for u in directions {
             let expected = by_angle(order, u);
             let mut f64s = vec![0.0; 2 * order + 1];
