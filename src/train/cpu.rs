@@ -84,10 +84,7 @@ impl<T: Real> CpuTrainer<T> {
     /// A step's batch: samples of the target (forward KL) or of N(0, I)
     /// (reverse KL), drawn from the trainer's own generator.
     pub fn draw_batch(&mut self) -> Vec<T> {
-        super::draw_batch(&self.target, &self.settings, &mut self.rng)
-            .into_iter()
-            .map(T::c)
-            .collect()
+        batch_in::<T>(&self.target, &self.settings, &mut self.rng)
     }
 
     /// How many fixed parts `batch` is split into (see [`crate::parallel`]).
@@ -112,10 +109,7 @@ impl<T: Real> CpuTrainer<T> {
             self.settings.threads,
             &mut self.part_grads,
             || vec![T::zero(); n_params],
-            |chunk, grad| {
-                grad.iter_mut().for_each(|g| *g = T::zero());
-                part_loss_grad(flow, target, loss_kind, chunk, n, grad)
-            },
+            |chunk, grad| part_loss_grad(flow, target, loss_kind, chunk, n, grad),
         )
     }
 
@@ -128,23 +122,14 @@ impl<T: Real> CpuTrainer<T> {
         let n_params = flow.n_params();
         let (target, settings, rng) = (&self.target, &self.settings, &mut self.rng);
         let n = settings.batch;
-        let draw = || {
-            super::draw_batch(target, settings, rng)
-                .into_iter()
-                .map(T::c)
-                .collect::<Vec<T>>()
-        };
         crate::parallel::map_drawn_parts_with(
             n * d,
             d,
             settings.threads,
-            draw,
+            || batch_in::<T>(target, settings, rng),
             &mut self.part_grads,
             || vec![T::zero(); n_params],
-            |chunk, grad| {
-                grad.iter_mut().for_each(|g| *g = T::zero());
-                part_loss_grad(flow, target, settings.loss, chunk, n, grad)
-            },
+            |chunk, grad| part_loss_grad(flow, target, settings.loss, chunk, n, grad),
         )
     }
 
@@ -241,8 +226,16 @@ impl<T: Real> CpuTrainer<T> {
     }
 }
 
+/// A step's batch ([`super::draw_batch`]) in precision `T`.
+fn batch_in<T: Real>(target: &Target, settings: &TrainSettings, rng: &mut Rng) -> Vec<T> {
+    super::draw_batch(target, settings, rng)
+        .into_iter()
+        .map(T::c)
+        .collect()
+}
+
 /// Loss sum (divided by the full batch size `n`) of one chunk; its gradient
-/// is added into `grad` (zeros on entry).
+/// is written into `grad` (a part's buffer, kept from step to step).
 fn part_loss_grad<T: Real>(
     flow: &dyn Flow<T>,
     target: &Target,
@@ -251,6 +244,8 @@ fn part_loss_grad<T: Real>(
     n: usize,
     grad: &mut [T],
 ) -> f64 {
+    // the flows add their gradients into it
+    grad.fill(T::zero());
     let d = flow.dim();
     let m = inputs.len() / d;
     let inv_n = T::c(1.0 / n as f64);
