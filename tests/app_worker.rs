@@ -98,12 +98,19 @@ fn the_playground_plays_pauses_and_steps_with_its_run_in_a_worker() {
         paused_at + 1,
         "one step, not more"
     );
-    let drawn = session(&h).picture.model.as_ref().map(|(step, _)| *step);
-    assert_eq!(
-        drawn,
-        Some(paused_at + 1),
-        "the views show the stepped model"
+    // the worker draws the stepped model's views (a reply or two later)
+    frames_until(&mut h, "the stepped model's views", |h| {
+        let drawn = session(h).picture.model.as_ref().map(|(step, _)| *step);
+        drawn == Some(paused_at + 1)
+    });
+    // every picture shown was drawn by the worker, none on the page's thread
+    let s = session(&h);
+    assert!(
+        s.pictures_from_worker() >= 3,
+        "{}",
+        s.pictures_from_worker()
     );
+    assert_eq!(s.picture_version as usize, s.pictures_from_worker());
 }
 
 #[test]

@@ -7,12 +7,12 @@
 
 use flowplay::app::host::worker::core::{Helper, WorkerCore};
 use flowplay::app::host::worker::protocol::{
-    FromWorker, PartsDone, PartsJob, ToWorker, Trained, WorkerSpec, target_from_json,
-    target_to_json,
+    DrawJob, Drawn, DrawnViews, FromWorker, PartsDone, PartsJob, ToWorker, Trained, WorkerSpec,
+    target_from_json, target_to_json,
 };
 use flowplay::app::host::worker::{self, Channel};
 use flowplay::app::host::{CpuReason, HostSpec, TrainerHost};
-use flowplay::app::playground::picture::PictureJob;
+use flowplay::app::playground::picture::{PictureJob, cpu_picture_from, latent_samples};
 use flowplay::flow::{FlowConfig, FlowKind, FlowModel};
 use flowplay::rng::Rng;
 use flowplay::target::{ImageDensity, Target};
@@ -467,6 +467,106 @@ fn a_broken_worker_is_reported_and_the_run_goes_on_in_the_page() {
     assert_eq!(losses.len(), 5);
 }
 
+/// A drawing with every kind of view: a 2 x 2 density (one value not
+/// finite), samples, two lines, a centre and scales.
+fn drawn_example() -> Drawn {
+    use glam::vec2;
+    Drawn {
+        steps_done: 7,
+        generation: 3,
+        params: vec![0.5, -1e-300],
+        views: DrawnViews {
+            n: 2,
+            log_q: vec![-1.0, f32::NEG_INFINITY, 0.25, -3.5],
+            samples: vec![vec2(0.5, -0.5), vec2(f32::MAX, 1.0)],
+            lines: vec![
+                vec![(vec2(1.0, 2.0), 0.1), (vec2(1.5, 2.5), -0.2)],
+                vec![(vec2(-1.0, 0.0), 0.0)],
+            ],
+            center: Some(vec2(-0.5, -1.0)),
+            scale: Some(vec2(1.0, 2.0)),
+        },
+        seconds: 0.04,
+    }
+}
+
+/// The page asks its worker to draw the views: the picture that comes back
+/// (through the wire) is the one the page's thread would have drawn of the
+/// same parameters with the same latent points, and shows the run's step.
+#[test]
+fn a_worker_draws_the_views_the_page_would_draw() {
+    let mut worker = in_a_worker(rings_spec(1e-2));
+    worker_frames_to(&mut worker, 30);
+    let latent = latent_samples(&mut Rng::seeded(11));
+    assert!(worker.draw_in_worker(latent.clone(), 32));
+    assert!(worker.drawing_in_worker());
+    // one drawing at a time
+    assert!(!worker.draw_in_worker(latent.clone(), 32));
+    let give_up = Instant::now() + Duration::from_secs(60);
+    let (picture, seconds) = loop {
+        assert!(Instant::now() < give_up, "no drawing came");
+        let progress = worker.frame(0, Duration::from_millis(14), None);
+        if let Some(drawn) = progress.drawn {
+            break drawn;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    assert!(!worker.drawing_in_worker());
+    assert!(seconds > 0.0);
+    let (step, model) = worker.model().expect("the worker's model");
+    assert_eq!(step, 30);
+    let expected = cpu_picture_from(model.clone(), step, &latent, 32);
+    assert_eq!(picture.n, 32);
+    assert_eq!(picture.log_q, expected.log_q);
+    assert_eq!(picture.samples, expected.samples);
+    assert_eq!(picture.lines, expected.lines);
+    assert_eq!(
+        (picture.center, picture.scale),
+        (expected.center, expected.scale)
+    );
+    let (drawn_step, drawn_model) = picture.model.expect("the model drawn");
+    assert_eq!(drawn_step, 30);
+    assert_eq!(drawn_model.as_flow().params(), model.as_flow().params());
+    // a page that trains in the frame draws itself: nothing to ask
+    let mut page = on_the_page(rings_spec(1e-2));
+    assert!(!page.draw_in_worker(latent, 32));
+}
+
+/// A drawing asked before a hand edit shows the old parameters: it is
+/// passed over, and the next one shows the edit.
+#[test]
+fn a_drawing_of_replaced_parameters_is_passed_over() {
+    let mut worker = in_a_worker(rings_spec(1e-2));
+    worker_frames_to(&mut worker, 10);
+    let latent = latent_samples(&mut Rng::seeded(5));
+    assert!(worker.draw_in_worker(latent.clone(), 16));
+    let (_, model) = worker.model().expect("a model");
+    let mut params = model.as_flow().params().to_vec();
+    params[0] += 0.5;
+    let edited = model.with_params(params).expect("same structure");
+    worker.set_model(&edited).expect("the edit");
+    let give_up = Instant::now() + Duration::from_secs(60);
+    let mut asked_again = false;
+    let picture = loop {
+        assert!(Instant::now() < give_up, "no drawing came");
+        let progress = worker.frame(0, Duration::from_millis(14), None);
+        if let Some((picture, _)) = progress.drawn {
+            break picture;
+        }
+        if !worker.drawing_in_worker() && !asked_again {
+            asked_again = worker.draw_in_worker(latent.clone(), 16);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    assert!(asked_again, "the drawing of the old parameters was shown");
+    // (the worker holds the edit in its float32)
+    let (_, shown) = picture.model.expect("the model drawn");
+    let in_f32 = |m: &FlowModel<f64>| -> Vec<f32> {
+        m.as_flow().params().iter().map(|&v| v as f32).collect()
+    };
+    assert_eq!(in_f32(&shown), in_f32(&edited));
+}
+
 #[test]
 fn every_message_crosses_the_wire_unchanged() {
     let spec = WorkerSpec::from_host(&rings_spec(1e-2));
@@ -494,6 +594,10 @@ fn every_message_crosses_the_wire_unchanged() {
             grads: vec![1.0, -2.0, 3.5, f32::MIN_POSITIVE],
         }),
         ToWorker::HelperFailed("out of memory".into()),
+        ToWorker::Draw(DrawJob {
+            latent: vec![0.5, -1.25, 3.0],
+            n: 96,
+        }),
     ];
     for message in to {
         assert_eq!(ToWorker::from_wire(message.to_wire()), Ok(message));
@@ -516,10 +620,27 @@ fn every_message_crosses_the_wire_unchanged() {
             losses: vec![],
             grads: vec![],
         }),
+        FromWorker::Drawn(Box::new(drawn_example())),
+        FromWorker::Drawn(Box::new(Drawn {
+            views: DrawnViews {
+                center: None,
+                scale: None,
+                lines: vec![],
+                ..drawn_example().views
+            },
+            ..drawn_example()
+        })),
     ];
     for message in from {
         assert_eq!(FromWorker::from_wire(message.to_wire()), Ok(message));
     }
+    // a drawing whose numbers do not fit its counts is refused, not misread
+    let mut short = FromWorker::Drawn(Box::new(drawn_example())).to_wire();
+    short.floats.as_mut().expect("numbers").pop();
+    assert!(FromWorker::from_wire(short).is_err());
+    let mut huge = FromWorker::Drawn(Box::new(drawn_example())).to_wire();
+    huge.json["n"] = serde_json::json!(u64::MAX);
+    assert!(FromWorker::from_wire(huge).is_err());
     // the model and settings come back exactly
     let back = spec.to_host().expect("the spec rebuilds");
     let original = rings_spec(1e-2);

@@ -73,6 +73,11 @@ const modes = {
   'no-webgpu': { args: [...common, '--use-angle=swiftshader'], device: 'CPU worker' },
 };
 
+/** The page's thread while a spiral measurement trained: its long tasks. */
+function pageThread(m) {
+  return `page's thread: ${m.longTasks} tasks of 50 ms or more, ${m.longTaskMs.toFixed(0)} ms in all, the longest ${m.longestTask.toFixed(0)} ms`;
+}
+
 function progress(title) {
   const m = /step (\d+)(?: \| loss (-?[\d.]+) \(first (-?[\d.]+)\))?/.exec(title);
   return m ? { step: Number(m[1]), loss: Number(m[2]), first: Number(m[3]) } : null;
@@ -184,10 +189,10 @@ async function runMode(name, { args, device }, base) {
   if (errors.length) throw new Error(`${name}: console errors:\n${errors.join('\n')}`);
   await browser.close();
   console.log(`${name}: ok on the ${device} (first paint ${firstPaint} ms; step ${trained.step} in ${seconds.toFixed(1)} s, loss ${trained.first} -> ${trained.loss}; ${cache})`);
-  console.log(`${name}: spiral recipe (${spiral.device}, the default pace of 4 steps a frame, at most 240 steps/s): ${spiral.stepsPerSecond.toFixed(1)} steps/s, ${spiral.fps.toFixed(1)} frames/s over ${spiral.seconds.toFixed(1)} s (paused: ${spiral.pausedFps.toFixed(1)} frames/s)`);
-  console.log(`${name}: spiral recipe with spf=64 (${spiralFast.device}, as fast as it trains): ${spiralFast.stepsPerSecond.toFixed(1)} steps/s, ${spiralFast.fps.toFixed(1)} frames/s over ${spiralFast.seconds.toFixed(1)} s (paused: ${spiralFast.pausedFps.toFixed(1)} frames/s)`);
-  console.log(`${name}: spiral recipe with worker=off (${spiralPage.device}): ${spiralPage.stepsPerSecond.toFixed(1)} steps/s, ${spiralPage.fps.toFixed(1)} frames/s over ${spiralPage.seconds.toFixed(1)} s (paused: ${spiralPage.pausedFps.toFixed(1)} frames/s)`);
-  console.log(`${name}: spiral recipe with workers=2 and spf=64 (a worker and a helper): ${spiralSplit.stepsPerSecond.toFixed(1)} steps/s, ${spiralSplit.fps.toFixed(1)} frames/s over ${spiralSplit.seconds.toFixed(1)} s (paused: ${spiralSplit.pausedFps.toFixed(1)} frames/s)`);
+  console.log(`${name}: spiral recipe (${spiral.device}, the default pace of 4 steps a frame, at most 240 steps/s): ${spiral.stepsPerSecond.toFixed(1)} steps/s, ${spiral.fps.toFixed(1)} frames/s over ${spiral.seconds.toFixed(1)} s (paused: ${spiral.pausedFps.toFixed(1)} frames/s; ${pageThread(spiral)})`);
+  console.log(`${name}: spiral recipe with spf=64 (${spiralFast.device}, as fast as it trains): ${spiralFast.stepsPerSecond.toFixed(1)} steps/s, ${spiralFast.fps.toFixed(1)} frames/s over ${spiralFast.seconds.toFixed(1)} s (paused: ${spiralFast.pausedFps.toFixed(1)} frames/s; ${pageThread(spiralFast)})`);
+  console.log(`${name}: spiral recipe with worker=off (${spiralPage.device}): ${spiralPage.stepsPerSecond.toFixed(1)} steps/s, ${spiralPage.fps.toFixed(1)} frames/s over ${spiralPage.seconds.toFixed(1)} s (paused: ${spiralPage.pausedFps.toFixed(1)} frames/s; ${pageThread(spiralPage)})`);
+  console.log(`${name}: spiral recipe with workers=2 and spf=64 (a worker and a helper): ${spiralSplit.stepsPerSecond.toFixed(1)} steps/s, ${spiralSplit.fps.toFixed(1)} frames/s over ${spiralSplit.seconds.toFixed(1)} s (paused: ${spiralSplit.pausedFps.toFixed(1)} frames/s; ${pageThread(spiralSplit)})`);
   console.log(`${name}: ${sameLosses}`);
   if (spiralGpu) {
     console.log(`${name}: spiral recipe with gpu=on (${spiralGpu.device}, emulated): ${spiralGpu.stepsPerSecond.toFixed(1)} steps/s, ${spiralGpu.fps.toFixed(1)} frames/s over ${spiralGpu.seconds.toFixed(1)} s`);
@@ -394,6 +399,14 @@ async function measureSpiral(page, base, name, query = '', label = 'spiral') {
   await page.keyboard.press('Space');
   await waitFor(page, 'the spiral to train', async () => (progress(await page.title())?.step ?? 0) > 0);
   const start = { step: progress(await page.title()).step, at: Date.now() };
+  // the page's thread while training: its tasks of 50 ms or more (a frame
+  // at 60 frames/s has 17 ms), where a long one holds every frame behind it
+  await page.evaluate(() => {
+    window.longTasks = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.longTasks.push(e.duration);
+    }).observe({ type: 'longtask' });
+  });
   const frames = await page.evaluate(() => new Promise((done) => {
     let n = 0;
     const t0 = performance.now();
@@ -405,12 +418,16 @@ async function measureSpiral(page, base, name, query = '', label = 'spiral') {
     requestAnimationFrame(tick);
   }));
   const end = { step: progress(await page.title()).step, at: Date.now() };
+  const long = await page.evaluate(() => window.longTasks);
   const device = /\| (GPU|CPU worker|CPU) \|/.exec(await page.title())?.[1];
   await page.screenshot({ path: join(artifacts, `${name}-${label}.png`) });
   const seconds = (end.at - start.at) / 1000;
   return {
     stepsPerSecond: (end.step - start.step) / seconds, fps: frames.n / (frames.ms / 1000), seconds, device,
     pausedFps: paused.n / (paused.ms / 1000),
+    longTasks: long.length,
+    longestTask: Math.max(0, ...long),
+    longTaskMs: long.reduce((a, b) => a + b, 0),
   };
 }
 

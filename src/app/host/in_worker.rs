@@ -6,7 +6,7 @@
 
 use super::schedule::checkpoint_due;
 use super::worker::Channel;
-use super::worker::protocol::{FromWorker, ToWorker, Trained, WorkerSpec};
+use super::worker::protocol::{DrawJob, Drawn, FromWorker, ToWorker, Trained, WorkerSpec};
 use super::{Backend, GpuJob, HostSpec, Progress, TrainerHost, run_step};
 use crate::flow::FlowModel;
 use crate::train::watch::Verdict;
@@ -39,6 +39,8 @@ pub(super) struct WorkerRun {
     set_at: Option<usize>,
     /// the last limit sent
     until_sent: Option<usize>,
+    /// a drawing of the views was asked for and has not come
+    drawing: bool,
 }
 
 impl WorkerRun {
@@ -57,6 +59,7 @@ impl WorkerRun {
             generation: 0,
             set_at: None,
             until_sent: None,
+            drawing: false,
         };
         (run, device)
     }
@@ -102,6 +105,27 @@ impl WorkerRun {
 }
 
 impl<J: GpuJob> TrainerHost<J> {
+    /// Asks a run's worker to draw the views of its parameters as they stand
+    /// (the samples pushed from `latent`, the density on an n x n grid);
+    /// they come with a later frame's [`Progress::drawn`]. False when the
+    /// run does not train in a worker, or a drawing is still to come.
+    pub fn draw_in_worker(&mut self, latent: Vec<f32>, n: usize) -> bool {
+        let Backend::Worker(run) = &mut self.backend else {
+            return false;
+        };
+        if run.drawing {
+            return false;
+        }
+        run.channel.post(&ToWorker::Draw(DrawJob { latent, n }));
+        run.drawing = true;
+        true
+    }
+
+    /// Whether a drawing asked of the run's worker is still to come.
+    pub fn drawing_in_worker(&self) -> bool {
+        matches!(&self.backend, Backend::Worker(run) if run.drawing)
+    }
+
     /// One frame of a run in a worker: takes in its replies, then lets it
     /// train up to `steps` beyond the step heard before them (no further
     /// than heard after a stop; `steps` 0 leaves the last grant as it was).
@@ -119,6 +143,7 @@ impl<J: GpuJob> TrainerHost<J> {
                     return progress;
                 }
                 FromWorker::Trained(trained) => self.take_trained(trained, &mut progress),
+                FromWorker::Drawn(drawn) => self.take_drawn(*drawn, &mut progress),
                 // only a lead hears these; a page that does has the wrong worker
                 FromWorker::PartsDone(_) => {
                     progress.stopped =
@@ -207,6 +232,29 @@ impl<J: GpuJob> TrainerHost<J> {
         }
         run.latest = (trained.steps_done, model);
         progress.fresh_model = true;
+    }
+
+    /// The views a worker drew, with the model they show (a drawing of
+    /// parameters the page has since replaced is passed over).
+    fn take_drawn(&mut self, drawn: Drawn, progress: &mut Progress<J::Output>) {
+        let Backend::Worker(run) = &mut self.backend else {
+            return;
+        };
+        run.drawing = false;
+        if drawn.generation < run.generation {
+            return;
+        }
+        match run.spec.model.with_params(drawn.params) {
+            Ok(model) => {
+                let step = run_step(self.step_base, drawn.steps_done);
+                progress.drawn = Some((drawn.views.into_picture(step, model), drawn.seconds));
+            }
+            Err(e) => {
+                progress
+                    .stopped
+                    .get_or_insert(format!("the worker's drawing does not fit the run: {e}"));
+            }
+        }
     }
 
     /// After a worker failed: the run goes on in the page from the last

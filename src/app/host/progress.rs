@@ -1,6 +1,7 @@
 //! What a run is started with, the work a GPU task does after its steps, and
 //! what a frame of training hands back to the page.
 
+use crate::app::playground::picture::Picture;
 use crate::flow::FlowModel;
 use crate::gpu::GpuTrainer;
 use crate::target::Target;
@@ -42,6 +43,9 @@ pub struct Progress<O> {
     pub seconds: f64,
     /// a worker sent newer parameters ([`super::TrainerHost::model`])
     pub fresh_model: bool,
+    /// the views a worker drew ([`super::TrainerHost::draw_in_worker`]),
+    /// and the seconds it took
+    pub drawn: Option<(Picture, f64)>,
 }
 
 impl<O> Default for Progress<O> {
@@ -53,6 +57,7 @@ impl<O> Default for Progress<O> {
             divergence: None,
             seconds: 0.0,
             fresh_model: false,
+            drawn: None,
         }
     }
 }

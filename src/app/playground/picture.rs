@@ -1,7 +1,8 @@
 //! What the playground's views draw, computed from one state of the model:
 //! log q on a grid over the view, model samples, and the deformed grid (latent
 //! circles and rays, or a square grid, pushed through `x_from_z`). On the CPU
-//! it is computed from the model in the frame; on the GPU by the trainer's own
+//! it is computed from the model in the frame, or by the run's worker where it
+//! trains in one ([`cpu_picture_from`]); on the GPU by the trainer's own
 //! kernels inside its task ([`PictureJob`]). The grid's lines are refined where
 //! the flow bends them ([`refinement`]); a paused CPU run's density is redrawn
 //! finer ([`sharp_size`]).
@@ -129,11 +130,18 @@ pub fn cpu_picture(model: FlowModel<f64>, step: usize, rng: &mut Rng) -> Picture
 /// The picture of `model` at `step`, its density on an n x n grid, computed
 /// on the CPU in float32; the samples' latent points come from `rng`.
 pub fn cpu_picture_at(model: FlowModel<f64>, step: usize, rng: &mut Rng, n: usize) -> Picture {
+    let latent = latent_samples(rng);
+    cpu_picture_from(model, step, &latent, n)
+}
+
+/// The picture of `model` at `step`, its density on an n x n grid, computed
+/// on the CPU in float32, its samples pushed from the `latent` points (as
+/// [`latent_samples`] draws them). A training worker draws with this.
+pub fn cpu_picture_from(model: FlowModel<f64>, step: usize, latent: &[f32], n: usize) -> Picture {
     let model32: FlowModel<f32> = model.cast();
     let flow = model32.as_flow();
     let log_q = cpu_density(&model32, n);
-    let latent = latent_samples(rng);
-    let samples = push(flow, &latent)
+    let samples = push(flow, latent)
         .chunks(3)
         .map(|p| vec2(p[0], p[1]))
         .collect();

@@ -4,7 +4,8 @@
 
 use super::gpu_views::GpuViews;
 use super::picture::{
-    Picture, PictureJob, cpu_density, cpu_picture, grid_points, latent_samples, sharp_size,
+    Picture, PictureJob, cpu_density, cpu_picture, grid_points, grid_size, latent_samples,
+    sharp_size,
 };
 use super::settings::{Settings, loss_for};
 use crate::app::host::{CpuReason, GpuOffer, HostSpec, Progress, TrainerHost};
@@ -121,6 +122,14 @@ pub struct Session {
     full_pictures: usize,
     /// when the GPU's heat map was last asked to be redrawn
     last_density: Option<Instant>,
+    /// the density grid's side of a training view and of a sharpened one
+    /// (both follow from the flow's structure, which a run keeps)
+    view_sizes: (usize, usize),
+    /// the latent points of the last drawing asked of a worker (a sharpened
+    /// redraw shows the same samples)
+    worker_latent: Vec<f32>,
+    /// the pictures a worker drew
+    pictures_from_worker: usize,
 }
 
 /// How a run of `settings` on `target` trains.
@@ -153,6 +162,7 @@ impl Session {
             None => (0, settings.flow_config().build(target.dim(), &mut rng)?),
         };
         let n_params = model.as_flow().n_params();
+        let view_sizes = (grid_size(&model), sharp_size(&model));
         let spec = HostSpec {
             model,
             target: target.clone(),
@@ -190,6 +200,9 @@ impl Session {
             last_full: None,
             full_pictures: 0,
             last_density: None,
+            view_sizes,
+            worker_latent: Vec::new(),
+            pictures_from_worker: 0,
         };
         let mut held_out_rng = Rng::seeded(session.settings.seed ^ 0x6865_6c64);
         if session.target.kind() == TargetKind::Samples {
@@ -294,13 +307,16 @@ impl Session {
             let progress = self.host.frame(steps, budget, None);
             let fresh = progress.fresh_model;
             self.take(progress);
-            // the views follow the parameters as they come, the page's
-            // thread kept mostly free for drawing
+            // the views follow the parameters as they come, drawn by the
+            // worker: the page's thread only shows them
             let due = self.last_picture.elapsed() >= self.picture_interval();
-            if fresh && (due || self.status != Status::Running) || self.picture_wanted {
-                self.refresh_picture();
-            } else if self.sharpen && !running {
-                self.sharpen_picture();
+            if fresh && (due || self.status != Status::Running) {
+                self.picture_wanted = true;
+            }
+            if self.picture_wanted {
+                self.draw_in_worker(false);
+            } else if self.sharpen && !running && self.draw_in_worker(true) {
+                self.sharpen = false;
             }
             return;
         }
@@ -415,7 +431,34 @@ impl Session {
         self.refresh_picture();
     }
 
-    /// Records what training did: losses, a stop, the GPU's picture.
+    /// Asks the run's worker to draw the views at the training size with
+    /// new samples, or `sharp`, finer with the same samples; false when a
+    /// drawing is still on its way (or there is no worker).
+    fn draw_in_worker(&mut self, sharp: bool) -> bool {
+        if sharp && self.worker_latent.is_empty() {
+            return false;
+        }
+        let (latent, n) = if sharp {
+            (self.worker_latent.clone(), self.view_sizes.1)
+        } else {
+            (latent_samples(&mut self.rng), self.view_sizes.0)
+        };
+        let asked = self.host.draw_in_worker(latent.clone(), n);
+        if asked {
+            self.worker_latent = latent;
+            self.picture_wanted = false;
+        }
+        asked
+    }
+
+    /// How many pictures the run's worker drew (in a worker the page's
+    /// thread draws none).
+    pub fn pictures_from_worker(&self) -> usize {
+        self.pictures_from_worker
+    }
+
+    /// Records what training did: losses, a stop, the GPU's picture, the
+    /// worker's.
     fn take(&mut self, progress: Progress<Option<Picture>>) {
         self.losses
             .extend(progress.losses.iter().map(|&(_, loss)| loss as f32));
@@ -430,6 +473,19 @@ impl Session {
             self.picture_version += 1;
             self.last_picture = Instant::now();
             self.record_metrics();
+        }
+        if let Some((picture, seconds)) = progress.drawn {
+            let sharpened = picture.n > self.view_sizes.0;
+            self.picture = picture;
+            self.picture_version += 1;
+            self.pictures_from_worker += 1;
+            self.last_picture = Instant::now();
+            if !sharpened {
+                // a paused run's view is then redrawn finer
+                self.sharpen = self.status != Status::Running;
+                self.picture_cost = Duration::from_secs_f64(seconds);
+                self.record_metrics();
+            }
         }
     }
 
@@ -530,6 +586,12 @@ impl Session {
     /// Recomputes what the views draw from the current model (GPU runs do it
     /// in their next task).
     pub fn refresh_picture(&mut self) {
+        if self.host.in_worker() {
+            // the worker draws (as soon as the drawing on its way, if any, is in)
+            self.picture_wanted = true;
+            self.draw_in_worker(false);
+            return;
+        }
         let Some((step, model)) = self.host.model() else {
             self.picture_wanted = true;
             return;

@@ -10,9 +10,12 @@
 //! and takes Adam's step. The sum is the one a lone worker makes, so a split
 //! run gives the same numbers as an unsplit one, bit for bit.
 
-use super::protocol::{FromWorker, PartsDone, PartsJob, ToWorker, Trained, WorkerSpec};
+use super::protocol::{
+    DrawJob, Drawn, DrawnViews, FromWorker, PartsDone, PartsJob, ToWorker, Trained, WorkerSpec,
+};
 use crate::app::host::schedule::checkpoint_due;
 use crate::app::host::stop_reason;
+use crate::app::playground::picture::cpu_picture_from;
 use crate::train::{CpuTrainer, TrainError, Trainer};
 use std::collections::VecDeque;
 use web_time::{Duration, Instant};
@@ -145,7 +148,27 @@ impl WorkerCore {
             }
             ToWorker::PartsDone(done) => self.take_share(done),
             ToWorker::HelperFailed(why) => self.helper_failed(&why),
+            ToWorker::Draw(job) => self.draw(job),
         }
+    }
+
+    /// Draws the views of the parameters as they stand (the page then only
+    /// shows them); before the trainer is built, nothing.
+    fn draw(&mut self, job: DrawJob) {
+        let Some(trainer) = self.trainer.as_ref() else {
+            return;
+        };
+        let started = Instant::now();
+        let model = trainer.model();
+        let params = model.as_flow().params().to_vec();
+        let picture = cpu_picture_from(model, 0, &job.latent, job.n);
+        self.outbox.push(FromWorker::Drawn(Box::new(Drawn {
+            steps_done: trainer.steps_done(),
+            generation: self.generation,
+            params,
+            views: DrawnViews::from_picture(picture),
+            seconds: started.elapsed().as_secs_f64(),
+        })));
     }
 
     fn start(&mut self, spec: &WorkerSpec) {

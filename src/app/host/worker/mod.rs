@@ -4,7 +4,10 @@
 //! a CPU trainer driven by the messages of [`protocol`], and the page's side
 //! is a [`Channel`] the [`TrainerHost`](super::TrainerHost) posts to and
 //! takes replies from once a frame. The page draws at its own pace however
-//! long the steps take; the steps go on however slowly the page draws.
+//! long the steps take; the steps go on however slowly the page draws. The
+//! worker also draws the playground's views when asked (`ToWorker::Draw`, with
+//! the playground's own `picture::cpu_picture_from`), so the page's thread
+//! only shows them.
 
 pub mod core;
 pub mod protocol;

@@ -4,9 +4,11 @@
 //! without being written out as text.
 
 use crate::app::host::HostSpec;
+use crate::app::playground::picture::Picture;
 use crate::run::model_file::{model_from_json, model_to_json};
 use crate::target::{ImageDensity, Target};
 use crate::train::{Loss, TrainSettings};
+use glam::{Vec2, vec2};
 use serde_json::{Value, json};
 
 /// What the page asks of its worker.
@@ -31,6 +33,73 @@ pub enum ToWorker {
     PartsDone(PartsDone),
     /// To the lead: a helper broke; the message says why.
     HelperFailed(String),
+    /// Draw the playground's views of the parameters as they stand, between
+    /// stretches of training, so the page's thread does not. Answered by
+    /// [`FromWorker::Drawn`].
+    Draw(DrawJob),
+}
+
+/// What the views are drawn with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DrawJob {
+    /// the samples' latent points (x, y pairs), drawn by the page so a redraw
+    /// at another density size shows the same samples
+    pub latent: Vec<f32>,
+    /// the side of the density's grid
+    pub n: usize,
+}
+
+/// A worker's answer to [`ToWorker::Draw`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Drawn {
+    /// the trainer's own step count when drawn
+    pub steps_done: usize,
+    /// the parameters' generation ([`ToWorker::SetModel`])
+    pub generation: u64,
+    /// the parameters drawn (the page rebuilds the model from them)
+    pub params: Vec<f64>,
+    pub views: DrawnViews,
+    /// seconds the drawing took
+    pub seconds: f64,
+}
+
+/// What the views draw, as a [`Picture`] holds it, without the model.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DrawnViews {
+    pub n: usize,
+    pub log_q: Vec<f32>,
+    pub samples: Vec<Vec2>,
+    pub lines: Vec<Vec<(Vec2, f32)>>,
+    pub center: Option<Vec2>,
+    pub scale: Option<Vec2>,
+}
+
+impl DrawnViews {
+    /// A picture's views (its model and step stay behind).
+    pub fn from_picture(picture: Picture) -> Self {
+        Self {
+            n: picture.n,
+            log_q: picture.log_q,
+            samples: picture.samples,
+            lines: picture.lines,
+            center: picture.center,
+            scale: picture.scale,
+        }
+    }
+
+    /// The picture of `model` at `step` these views show.
+    pub fn into_picture(self, step: usize, model: crate::flow::FlowModel<f64>) -> Picture {
+        Picture {
+            log_q: self.log_q,
+            n: self.n,
+            samples: self.samples,
+            lines: self.lines,
+            center: self.center,
+            scale: self.scale,
+            model: Some((step, model)),
+            peak: None,
+        }
+    }
 }
 
 /// A share of one training step for a helper worker: the parts numbered
@@ -64,6 +133,8 @@ pub enum FromWorker {
     Failed(String),
     /// A helper's share of a step ([`ToWorker::Parts`]).
     PartsDone(PartsDone),
+    /// The views, drawn ([`ToWorker::Draw`]).
+    Drawn(Box<Drawn>),
 }
 
 impl FromWorker {
@@ -74,6 +145,8 @@ impl FromWorker {
             Self::PartsDone(done) => Some(ToWorker::PartsDone(done)),
             Self::Failed(why) => Some(ToWorker::HelperFailed(why)),
             Self::Trained(t) => t.error.map(ToWorker::HelperFailed),
+            // a helper is never asked to draw
+            Self::Drawn(_) => None,
         }
     }
 }
@@ -194,6 +267,11 @@ impl ToWorker {
             },
             Self::PartsDone(done) => done.to_wire(),
             Self::HelperFailed(why) => fields(json!({"kind": "helper_failed", "message": why})),
+            Self::Draw(job) => Wire {
+                json: json!({"kind": "draw", "n": job.n}),
+                params: None,
+                floats: Some(job.latent.clone()),
+            },
         }
     }
 
@@ -242,6 +320,10 @@ impl ToWorker {
             }
             "parts_done" => Self::PartsDone(PartsDone::from_wire(wire)?),
             "helper_failed" => Self::HelperFailed(message(v)),
+            "draw" => Self::Draw(DrawJob {
+                latent: wire.floats.ok_or("draw: no latent points")?,
+                n: count(v, "n")?,
+            }),
             other => return Err(format!("unknown message '{other}'")),
         })
     }
@@ -262,12 +344,14 @@ impl FromWorker {
                 ..Wire::default()
             },
             Self::PartsDone(done) => done.to_wire(),
+            Self::Drawn(drawn) => drawn.to_wire(),
         }
     }
 
     pub fn from_wire(wire: Wire) -> Result<Self, String> {
         let v = &wire.json;
         Ok(match kind(v)? {
+            "drawn" => Self::Drawn(Box::new(Drawn::from_wire(wire)?)),
             "trained" => Self::Trained(Trained {
                 // a loss that is not finite travels as null
                 losses: v
@@ -322,6 +406,90 @@ impl PartsDone {
             first: first as usize,
             losses: numbers[2..].to_vec(),
             grads: wire.floats.ok_or("parts_done: no gradients")?,
+        })
+    }
+}
+
+impl Drawn {
+    /// Its wire form: the counts as fields, the parameters as float64
+    /// numbers, and the views' numbers as float32 ones, one after the other:
+    /// the density's n x n values, the samples' (x, y), each line's (x, y,
+    /// log det) and the centre's and the scales' (x, y) where there are some.
+    fn to_wire(&self) -> Wire {
+        let views = &self.views;
+        let mut floats = views.log_q.clone();
+        floats.extend(views.samples.iter().flat_map(|p| [p.x, p.y]));
+        for line in &views.lines {
+            floats.extend(line.iter().flat_map(|(p, ld)| [p.x, p.y, *ld]));
+        }
+        for v in views.center.iter().chain(&views.scale) {
+            floats.extend([v.x, v.y]);
+        }
+        let lines: Vec<usize> = views.lines.iter().map(Vec::len).collect();
+        Wire {
+            json: json!({"kind": "drawn", "steps_done": self.steps_done,
+                         "generation": self.generation, "seconds": self.seconds,
+                         "n": views.n, "samples": views.samples.len(), "lines": lines,
+                         "center": views.center.is_some(), "scale": views.scale.is_some()}),
+            params: Some(self.params.clone()),
+            floats: Some(floats),
+        }
+    }
+
+    fn from_wire(wire: Wire) -> Result<Self, String> {
+        let v = &wire.json;
+        let n = count(v, "n")?;
+        let lines: Vec<usize> = v
+            .get("lines")
+            .and_then(Value::as_array)
+            .ok_or("drawn: no lines")?
+            .iter()
+            .map(|l| l.as_u64().map(|l| l as usize))
+            .collect::<Option<_>>()
+            .ok_or("drawn: a line's length is not a whole number")?;
+        let samples = count(v, "samples")?;
+        let (center, scale) = (flag(v, "center")?, flag(v, "scale")?);
+        let floats = wire.floats.ok_or("drawn: no numbers")?;
+        let expected = n
+            .checked_mul(n)
+            .and_then(|d| d.checked_add(samples.checked_mul(2)?))
+            .and_then(|k| {
+                lines
+                    .iter()
+                    .try_fold(k, |k, &l| k.checked_add(l.checked_mul(3)?))
+            })
+            .and_then(|k| k.checked_add(2 * (usize::from(center) + usize::from(scale))));
+        if expected != Some(floats.len()) {
+            return Err("drawn: the numbers do not fit the counts".into());
+        }
+        let (log_q, rest) = floats.split_at(n * n);
+        let (points, mut rest) = rest.split_at(2 * samples);
+        let mut drawn_lines = Vec::with_capacity(lines.len());
+        for len in lines {
+            let (line, after) = rest.split_at(3 * len);
+            drawn_lines.push(
+                line.chunks_exact(3)
+                    .map(|p| (vec2(p[0], p[1]), p[2]))
+                    .collect(),
+            );
+            rest = after;
+        }
+        let mut pairs = rest.chunks_exact(2).map(|p| vec2(p[0], p[1]));
+        let center = if center { pairs.next() } else { None };
+        let scale = if scale { pairs.next() } else { None };
+        Ok(Self {
+            steps_done: count(v, "steps_done")?,
+            generation: generation(v)?,
+            params: wire.params.ok_or("drawn: no parameters")?,
+            views: DrawnViews {
+                n,
+                log_q: log_q.to_vec(),
+                samples: points.chunks_exact(2).map(|p| vec2(p[0], p[1])).collect(),
+                lines: drawn_lines,
+                center,
+                scale,
+            },
+            seconds: real(v, "seconds")?,
         })
     }
 }
