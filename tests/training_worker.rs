@@ -7,8 +7,8 @@
 
 use flowplay::app::host::worker::core::{Helper, WorkerCore};
 use flowplay::app::host::worker::protocol::{
-    DrawJob, Drawn, DrawnViews, FromWorker, PartsDone, PartsJob, ToWorker, Trained, WorkerSpec,
-    target_from_json, target_to_json,
+    DrawJob, Drawn, DrawnViews, FromWorker, PartsDone, PartsJob, Sampled, ToWorker, Trained,
+    WorkerSpec, target_from_json, target_to_json,
 };
 use flowplay::app::host::worker::{self, Channel};
 use flowplay::app::host::{CpuReason, HostSpec, TrainerHost};
@@ -532,6 +532,41 @@ fn a_worker_draws_the_views_the_page_would_draw() {
     assert!(!page.draw_in_worker(latent, 32));
 }
 
+/// The lab's measurement in a worker: samples asked for before more steps
+/// are granted are pushed through the flow of the step the worker stopped
+/// at, and are the samples the page's thread would have pushed.
+#[test]
+fn a_worker_pushes_samples_through_the_flow_it_stopped_at() {
+    let mut worker = in_a_worker(rings_spec(1e-2));
+    worker_frames_to(&mut worker, 20);
+    let (step, model) = worker.model().expect("the worker's model");
+    assert_eq!(step, 20);
+    let mut rng = Rng::seeded(4);
+    let latent: Vec<f64> = (0..2 * 64).map(|_| rng.normal()).collect();
+    assert!(worker.sample_in_worker(latent.clone()));
+    assert!(worker.sampling_in_worker());
+    assert!(!worker.sample_in_worker(latent.clone()), "one at a time");
+    // more steps granted at once: the samples still come from step 20
+    let give_up = Instant::now() + Duration::from_secs(60);
+    let samples = loop {
+        assert!(Instant::now() < give_up, "no samples came");
+        let progress = worker.frame(10, Duration::from_millis(14), None);
+        if let Some(samples) = progress.sampled {
+            break samples;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    assert_eq!(samples.step, 20);
+    let (fields, log_q) = flowplay::phi4::estimates::flow_samples_from(model.as_flow(), &latent);
+    assert_eq!(samples.fields, fields);
+    assert_eq!(samples.log_q, log_q);
+    assert_eq!(samples.log_q.len(), 64);
+    // and flow_samples_from draws what flow_samples draws from the same numbers
+    let mut a = Rng::seeded(4);
+    let (drawn, drawn_log_q) = flowplay::phi4::estimates::flow_samples(model.as_flow(), 64, &mut a);
+    assert_eq!((drawn, drawn_log_q), (fields, log_q));
+}
+
 /// A drawing asked before a hand edit shows the old parameters: it is
 /// passed over, and the next one shows the edit.
 #[test]
@@ -594,6 +629,9 @@ fn every_message_crosses_the_wire_unchanged() {
             grads: vec![1.0, -2.0, 3.5, f32::MIN_POSITIVE],
         }),
         ToWorker::HelperFailed("out of memory".into()),
+        ToWorker::Sample {
+            latent: vec![0.5, -1e-300, 2.0],
+        },
         ToWorker::Draw(DrawJob {
             latent: vec![0.5, -1.25, 3.0],
             n: 96,
@@ -619,6 +657,12 @@ fn every_message_crosses_the_wire_unchanged() {
             first: 0,
             losses: vec![],
             grads: vec![],
+        }),
+        FromWorker::Sampled(Sampled {
+            steps_done: 40,
+            generation: 2,
+            fields: vec![1.0, 2.0, 3.0, 4.0],
+            log_q: vec![-0.5, f64::NEG_INFINITY],
         }),
         FromWorker::Drawn(Box::new(drawn_example())),
         FromWorker::Drawn(Box::new(Drawn {

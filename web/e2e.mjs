@@ -73,7 +73,7 @@ const modes = {
   'no-webgpu': { args: [...common, '--use-angle=swiftshader'], device: 'CPU worker' },
 };
 
-/** The page's thread while a spiral measurement trained: its long tasks. */
+/** The page's thread while a measurement trained: its long tasks. */
 function pageThread(m) {
   return `page's thread: ${m.longTasks} tasks of 50 ms or more, ${m.longTaskMs.toFixed(0)} ms in all, the longest ${m.longestTask.toFixed(0)} ms`;
 }
@@ -198,7 +198,7 @@ async function runMode(name, { args, device }, base) {
     console.log(`${name}: spiral recipe with gpu=on (${spiralGpu.device}, emulated): ${spiralGpu.stepsPerSecond.toFixed(1)} steps/s, ${spiralGpu.fps.toFixed(1)} frames/s over ${spiralGpu.seconds.toFixed(1)} s`);
   }
   for (const l of [lab, labPage]) {
-    console.log(`${name}: phi^4 lab (L=8, broken point, ${l.device}): ${l.stepsPerSecond.toFixed(1)} steps/s, ${l.fps.toFixed(1)} frames/s, ${l.msPerStep} ms a training step, ESS/N ${l.ess} at step ${l.step}`);
+    console.log(`${name}: phi^4 lab (L=8, broken point, ${l.device}): ${l.stepsPerSecond.toFixed(1)} steps/s, ${l.fps.toFixed(1)} frames/s, ${l.msPerStep} ms a training step, ESS/N ${l.ess} at step ${l.step}; ${pageThread(l)}`);
   }
   console.log(`${name}: ${lesson}; ${compared}; ${reloaded}; ${phone}`);
 }
@@ -260,6 +260,27 @@ async function onAPhone(browser, base, name, errors) {
   return 'a phone (390 x 844, touch) works without console errors';
 }
 
+/** Starts recording the page thread's tasks of 50 ms or more (a frame at
+ *  60 frames/s has 17 ms; a long task holds back every frame behind it). */
+function watchLongTasks(page) {
+  return page.evaluate(() => {
+    window.longTasks = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.longTasks.push(e.duration);
+    }).observe({ type: 'longtask' });
+  });
+}
+
+/** The long tasks since `watchLongTasks`: how many, their sum, the longest. */
+async function longTasks(page) {
+  const long = await page.evaluate(() => window.longTasks);
+  return {
+    longTasks: long.length,
+    longestTask: Math.max(0, ...long),
+    longTaskMs: long.reduce((a, b) => a + b, 0),
+  };
+}
+
 /** Counts animation frames for `ms` milliseconds. */
 function countFrames(page, ms) {
   return page.evaluate((ms) => new Promise((done) => {
@@ -315,9 +336,11 @@ async function measureLab(page, base, name, query = '', expected = 'CPU worker')
   const labStep = async () => Number(/step (\d+)/.exec(await page.title())?.[1] ?? 0);
   await waitFor(page, 'the lab to train', async () => (await labStep()) > 0);
   const start = { step: await labStep(), at: Date.now() };
+  await watchLongTasks(page);
   const frames = await countFrames(page, 10000);
   const title = await page.title();
   const end = { step: await labStep(), at: Date.now() };
+  const long = await longTasks(page);
   await page.screenshot({ path: join(artifacts, `${name}-phi4-lab${query ? '-page-thread' : ''}.png`) });
   const ess = /ESS\/N ([\d.]+)/.exec(title)?.[1];
   const msPerStep = /([\d.]+) ms a step/.exec(title)?.[1];
@@ -331,7 +354,7 @@ async function measureLab(page, base, name, query = '', expected = 'CPU worker')
     throw new Error(`${name}: the phi^4 lab trained on the ${labDevice}, expected the ${expected}: ${title}`);
   }
   const seconds = (end.at - start.at) / 1000;
-  return { stepsPerSecond: (end.step - start.step) / seconds, fps: frames.n / (frames.ms / 1000), ess, step: end.step, msPerStep, device: labDevice };
+  return { stepsPerSecond: (end.step - start.step) / seconds, fps: frames.n / (frames.ms / 1000), ess, step: end.step, msPerStep, device: labDevice, ...long };
 }
 
 /** Opens a lesson from a classroom link: its run plays at once, on the rings, and the address keeps the lesson and the classroom mode. */
@@ -399,14 +422,7 @@ async function measureSpiral(page, base, name, query = '', label = 'spiral') {
   await page.keyboard.press('Space');
   await waitFor(page, 'the spiral to train', async () => (progress(await page.title())?.step ?? 0) > 0);
   const start = { step: progress(await page.title()).step, at: Date.now() };
-  // the page's thread while training: its tasks of 50 ms or more (a frame
-  // at 60 frames/s has 17 ms), where a long one holds every frame behind it
-  await page.evaluate(() => {
-    window.longTasks = [];
-    new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) window.longTasks.push(e.duration);
-    }).observe({ type: 'longtask' });
-  });
+  await watchLongTasks(page);
   const frames = await page.evaluate(() => new Promise((done) => {
     let n = 0;
     const t0 = performance.now();
@@ -418,16 +434,13 @@ async function measureSpiral(page, base, name, query = '', label = 'spiral') {
     requestAnimationFrame(tick);
   }));
   const end = { step: progress(await page.title()).step, at: Date.now() };
-  const long = await page.evaluate(() => window.longTasks);
+  const long = await longTasks(page);
   const device = /\| (GPU|CPU worker|CPU) \|/.exec(await page.title())?.[1];
   await page.screenshot({ path: join(artifacts, `${name}-${label}.png`) });
   const seconds = (end.at - start.at) / 1000;
   return {
     stepsPerSecond: (end.step - start.step) / seconds, fps: frames.n / (frames.ms / 1000), seconds, device,
-    pausedFps: paused.n / (paused.ms / 1000),
-    longTasks: long.length,
-    longestTask: Math.max(0, ...long),
-    longTaskMs: long.reduce((a, b) => a + b, 0),
+    pausedFps: paused.n / (paused.ms / 1000), ...long,
   };
 }
 

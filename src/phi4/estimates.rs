@@ -61,19 +61,25 @@ pub fn estimate_with_flow(
 /// `n` samples of `flow` (x_from_z of standard normals): the fields, n x
 /// dim, and their `log q`.
 pub fn flow_samples(flow: &dyn Flow<f64>, n: usize, rng: &mut Rng) -> (Vec<f64>, Vec<f64>) {
-    let v = flow.dim();
+    let latent: Vec<f64> = (0..n * flow.dim()).map(|_| rng.normal()).collect();
+    flow_samples_from(flow, &latent)
+}
+
+/// The samples of `flow` pushed from `latent` (n x dim standard normals,
+/// drawn elsewhere: a lab run's worker pushes the page's): the fields, n x
+/// dim, and their `log q`, as [`flow_samples`] gives them.
+pub fn flow_samples_from(flow: &dyn Flow<f64>, latent: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let v = flow.dim().max(1);
+    let n = latent.len() / v;
     let mut fields = Vec::with_capacity(n * v);
     let mut log_q = Vec::with_capacity(n);
-    let mut done = 0;
-    while done < n {
-        let m = CHUNK.min(n - done);
-        let z: Vec<f64> = (0..m * v).map(|_| rng.normal()).collect();
+    for z in latent[..n * v].chunks(CHUNK * v) {
+        let m = z.len() / v;
         let mut x = vec![0.0; m * v];
         let mut ld = vec![0.0; m];
-        flow.x_from_z(&z, &mut x, &mut ld);
+        flow.x_from_z(z, &mut x, &mut ld);
         fields.extend_from_slice(&x);
         log_q.extend((0..m).map(|i| log_normal(&z[i * v..(i + 1) * v]) - ld[i]));
-        done += m;
     }
     (fields, log_q)
 }

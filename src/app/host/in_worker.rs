@@ -6,8 +6,8 @@
 
 use super::schedule::checkpoint_due;
 use super::worker::Channel;
-use super::worker::protocol::{DrawJob, Drawn, FromWorker, ToWorker, Trained, WorkerSpec};
-use super::{Backend, GpuJob, HostSpec, Progress, TrainerHost, run_step};
+use super::worker::protocol::{DrawJob, Drawn, FromWorker, Sampled, ToWorker, Trained, WorkerSpec};
+use super::{Backend, GpuJob, HostSpec, Progress, TrainerHost, WorkerSamples, run_step};
 use crate::flow::FlowModel;
 use crate::train::watch::Verdict;
 use crate::train::{CpuTrainer, Trainer, default_threads};
@@ -41,6 +41,8 @@ pub(super) struct WorkerRun {
     until_sent: Option<usize>,
     /// a drawing of the views was asked for and has not come
     drawing: bool,
+    /// flow samples were asked for and have not come
+    sampling: bool,
 }
 
 impl WorkerRun {
@@ -60,6 +62,7 @@ impl WorkerRun {
             set_at: None,
             until_sent: None,
             drawing: false,
+            sampling: false,
         };
         (run, device)
     }
@@ -126,6 +129,28 @@ impl<J: GpuJob> TrainerHost<J> {
         matches!(&self.backend, Backend::Worker(run) if run.drawing)
     }
 
+    /// Whether flow samples asked of the run's worker are still to come.
+    pub fn sampling_in_worker(&self) -> bool {
+        matches!(&self.backend, Backend::Worker(run) if run.sampling)
+    }
+
+    /// Asks a run's worker to push `latent` (n x V standard normals) through
+    /// its flow as it stands, before any further step it has not yet begun
+    /// (ask before granting more); they come with a later frame's
+    /// [`Progress::sampled`]. False when the run does not train in a worker,
+    /// or samples are still to come.
+    pub fn sample_in_worker(&mut self, latent: Vec<f64>) -> bool {
+        let Backend::Worker(run) = &mut self.backend else {
+            return false;
+        };
+        if run.sampling {
+            return false;
+        }
+        run.channel.post(&ToWorker::Sample { latent });
+        run.sampling = true;
+        true
+    }
+
     /// One frame of a run in a worker: takes in its replies, then lets it
     /// train up to `steps` beyond the step heard before them (no further
     /// than heard after a stop; `steps` 0 leaves the last grant as it was).
@@ -144,6 +169,7 @@ impl<J: GpuJob> TrainerHost<J> {
                 }
                 FromWorker::Trained(trained) => self.take_trained(trained, &mut progress),
                 FromWorker::Drawn(drawn) => self.take_drawn(*drawn, &mut progress),
+                FromWorker::Sampled(sampled) => self.take_sampled(sampled, &mut progress),
                 // only a lead hears these; a page that does has the wrong worker
                 FromWorker::PartsDone(_) => {
                     progress.stopped =
@@ -255,6 +281,23 @@ impl<J: GpuJob> TrainerHost<J> {
                     .get_or_insert(format!("the worker's drawing does not fit the run: {e}"));
             }
         }
+    }
+
+    /// Flow samples a worker pushed (samples of parameters the page has
+    /// since replaced are passed over).
+    fn take_sampled(&mut self, sampled: Sampled, progress: &mut Progress<J::Output>) {
+        let Backend::Worker(run) = &mut self.backend else {
+            return;
+        };
+        run.sampling = false;
+        if sampled.generation < run.generation {
+            return;
+        }
+        progress.sampled = Some(WorkerSamples {
+            step: run_step(self.step_base, sampled.steps_done),
+            fields: sampled.fields,
+            log_q: sampled.log_q,
+        });
     }
 
     /// After a worker failed: the run goes on in the page from the last

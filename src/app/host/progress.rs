@@ -46,6 +46,17 @@ pub struct Progress<O> {
     /// the views a worker drew ([`super::TrainerHost::draw_in_worker`]),
     /// and the seconds it took
     pub drawn: Option<(Picture, f64)>,
+    /// the flow samples a worker pushed ([`super::TrainerHost::sample_in_worker`])
+    pub sampled: Option<WorkerSamples>,
+}
+
+/// Flow samples a worker pushed from the page's latent fields.
+pub struct WorkerSamples {
+    /// the run's step they were pushed at
+    pub step: usize,
+    /// the fields, n x V
+    pub fields: Vec<f64>,
+    pub log_q: Vec<f64>,
 }
 
 impl<O> Default for Progress<O> {
@@ -58,6 +69,7 @@ impl<O> Default for Progress<O> {
             seconds: 0.0,
             fresh_model: false,
             drawn: None,
+            sampled: None,
         }
     }
 }

@@ -21,7 +21,7 @@ pub mod views;
 use super::classroom::{Classroom, Panel, side_panels_ui};
 use super::devices::Devices;
 use super::files::{self, ViewSaver};
-use super::host::{CpuReason, GpuOffer, HostSpec};
+use super::host::{CpuReason, GpuOffer, HostSpec, Progress};
 use super::widgets::notes::dismissable_warning_ui;
 use crate::bijection::Family;
 use crate::gpu::GpuContext;
@@ -36,7 +36,7 @@ use crate::target::phi4::Phi4;
 use crate::train::config::{Precision, RunConfig, initial_model};
 use crate::train::{Loss, TrainSettings};
 use eframe::egui::{self, Color32};
-use run::{LabRun, SampleJob};
+use run::{GpuSamples, LabRun, SampleJob};
 use settings::LabSettings;
 use web_time::{Duration, Instant};
 
@@ -322,9 +322,14 @@ impl Phi4Lab {
 
     /// One frame of run `k` in a worker: what it sent, then leave to train
     /// up to the next measurement step, where it stops and sends its
-    /// parameters; they are measured here when they come (while the worker
-    /// trains on towards the next).
+    /// parameters. When they come the worker is asked for the measurement's
+    /// flow samples before it is let on towards the next (so it pushes them
+    /// through the measured step's flow), and they are measured here when
+    /// they come: the page's thread pushes no sample through a flow.
     fn worker_frame(&mut self, k: usize) {
+        // what came, with no new grant yet
+        let progress = self.runs[k].host.frame(0, Duration::ZERO, None);
+        self.take_from_worker(k, progress);
         let run = &mut self.runs[k];
         let steps = if self.running && run.stopped.is_none() {
             MEASURE_EVERY - run.steps() % MEASURE_EVERY
@@ -334,14 +339,35 @@ impl Phi4Lab {
             0
         };
         let progress = run.host.frame(steps, Duration::ZERO, None);
+        self.take_from_worker(k, progress);
+    }
+
+    /// A worker run's replies: its samples measured, and at a measurement
+    /// step (its parameters just came) the samples asked for.
+    fn take_from_worker(&mut self, k: usize, progress: Progress<GpuSamples>) {
         let fresh = progress.fresh_model;
-        run.take(progress);
-        let at_measurement = run
-            .host
-            .model()
-            .is_some_and(|(step, _)| step > 0 && step.is_multiple_of(MEASURE_EVERY));
-        if fresh && at_measurement {
-            self.measure_on_cpu(k);
+        if let Some(samples) = self.runs[k].take(progress) {
+            self.record(k, samples.step, &samples.fields, &samples.log_q);
+        }
+        let Some(model) = self.model else {
+            return;
+        };
+        let run = &mut self.runs[k];
+        let Some(step) = run.host.model().map(|(step, _)| step) else {
+            return;
+        };
+        let due = fresh
+            && step > 0
+            && step.is_multiple_of(MEASURE_EVERY)
+            && run.measured_at != Some(step)
+            && !run.host.sampling_in_worker();
+        if due {
+            let latent = (0..MEASURE_SAMPLES * model.volume())
+                .map(|_| self.rng.normal())
+                .collect();
+            if run.host.sample_in_worker(latent) {
+                run.measured_at = Some(step);
+            }
         }
     }
 

@@ -1,7 +1,8 @@
 //! One flow training in the phi^4 lab: its trainer (through the
 //! [`TrainerHost`]), its curves, and its latest measurement. On the GPU the
 //! measurement's flow samples are drawn by the lattice kernels inside the
-//! trainer's task ([`SampleJob`]); either way they are measured on the CPU.
+//! trainer's task ([`SampleJob`]), in a worker by the worker; either way
+//! they are measured on the page's thread.
 
 use crate::app::host::{GpuJob, HostSpec, Progress, TrainerHost};
 use crate::gpu::GpuTrainer;
@@ -10,7 +11,8 @@ use crate::stats::log_normal;
 use eframe::egui::Color32;
 use web_time::Duration;
 
-/// Flow samples drawn on the GPU after some steps: fields (n x V) and log q.
+/// Flow samples drawn off the page's thread after some steps (on the GPU,
+/// or by the run's worker): fields (n x V) and log q.
 pub struct GpuSamples {
     pub step: usize,
     pub fields: Vec<f64>,
@@ -115,7 +117,8 @@ impl LabRun {
         self.host.on_gpu()
     }
 
-    /// Records a frame's training; returns the GPU's samples, if they came.
+    /// Records a frame's training; returns the flow samples the GPU or the
+    /// worker drew, if they came.
     pub fn take(&mut self, progress: Progress<GpuSamples>) -> Option<GpuSamples> {
         self.losses.extend(progress.losses);
         self.train_time += Duration::from_secs_f64(progress.seconds);
@@ -128,7 +131,12 @@ impl LabRun {
                 None => why,
             });
         }
-        progress.output
+        let from_worker = progress.sampled.map(|s| GpuSamples {
+            step: s.step,
+            fields: s.fields,
+            log_q: s.log_q,
+        });
+        progress.output.or(from_worker)
     }
 
     /// Goes on from the last good state (the last checkpoint, when the loss

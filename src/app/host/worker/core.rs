@@ -11,11 +11,13 @@
 //! run gives the same numbers as an unsplit one, bit for bit.
 
 use super::protocol::{
-    DrawJob, Drawn, DrawnViews, FromWorker, PartsDone, PartsJob, ToWorker, Trained, WorkerSpec,
+    DrawJob, Drawn, DrawnViews, FromWorker, PartsDone, PartsJob, Sampled, ToWorker, Trained,
+    WorkerSpec,
 };
 use crate::app::host::schedule::checkpoint_due;
 use crate::app::host::stop_reason;
 use crate::app::playground::picture::cpu_picture_from;
+use crate::phi4::estimates::flow_samples_from;
 use crate::train::{CpuTrainer, TrainError, Trainer};
 use std::collections::VecDeque;
 use web_time::{Duration, Instant};
@@ -149,7 +151,24 @@ impl WorkerCore {
             ToWorker::PartsDone(done) => self.take_share(done),
             ToWorker::HelperFailed(why) => self.helper_failed(&why),
             ToWorker::Draw(job) => self.draw(job),
+            ToWorker::Sample { latent } => self.sample(&latent),
         }
+    }
+
+    /// Pushes a measurement's latent fields through the flow as it stands
+    /// (in float64, as the page would); before the trainer is built, nothing.
+    fn sample(&mut self, latent: &[f64]) {
+        let Some(trainer) = self.trainer.as_ref() else {
+            return;
+        };
+        let model = trainer.model();
+        let (fields, log_q) = flow_samples_from(model.as_flow(), latent);
+        self.outbox.push(FromWorker::Sampled(Sampled {
+            steps_done: trainer.steps_done(),
+            generation: self.generation,
+            fields,
+            log_q,
+        }));
     }
 
     /// Draws the views of the parameters as they stand (the page then only

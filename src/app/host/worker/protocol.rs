@@ -37,6 +37,10 @@ pub enum ToWorker {
     /// stretches of training, so the page's thread does not. Answered by
     /// [`FromWorker::Drawn`].
     Draw(DrawJob),
+    /// Push the lab's latent fields (n x V standard normals) through the
+    /// flow as it stands, for a measurement. Answered by
+    /// [`FromWorker::Sampled`].
+    Sample { latent: Vec<f64> },
 }
 
 /// What the views are drawn with.
@@ -135,6 +139,21 @@ pub enum FromWorker {
     PartsDone(PartsDone),
     /// The views, drawn ([`ToWorker::Draw`]).
     Drawn(Box<Drawn>),
+    /// Flow samples ([`ToWorker::Sample`]).
+    Sampled(Sampled),
+}
+
+/// A worker's answer to [`ToWorker::Sample`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sampled {
+    /// the trainer's own step count when sampled
+    pub steps_done: usize,
+    /// the parameters' generation ([`ToWorker::SetModel`])
+    pub generation: u64,
+    /// the fields, n x V
+    pub fields: Vec<f64>,
+    /// their log q
+    pub log_q: Vec<f64>,
 }
 
 impl FromWorker {
@@ -145,8 +164,8 @@ impl FromWorker {
             Self::PartsDone(done) => Some(ToWorker::PartsDone(done)),
             Self::Failed(why) => Some(ToWorker::HelperFailed(why)),
             Self::Trained(t) => t.error.map(ToWorker::HelperFailed),
-            // a helper is never asked to draw
-            Self::Drawn(_) => None,
+            // a helper is never asked to draw or sample
+            Self::Drawn(_) | Self::Sampled(_) => None,
         }
     }
 }
@@ -272,6 +291,11 @@ impl ToWorker {
                 params: None,
                 floats: Some(job.latent.clone()),
             },
+            Self::Sample { latent } => Wire {
+                json: json!({"kind": "sample"}),
+                params: Some(latent.clone()),
+                floats: None,
+            },
         }
     }
 
@@ -324,6 +348,9 @@ impl ToWorker {
                 latent: wire.floats.ok_or("draw: no latent points")?,
                 n: count(v, "n")?,
             }),
+            "sample" => Self::Sample {
+                latent: wire.params.ok_or("sample: no latent fields")?,
+            },
             other => return Err(format!("unknown message '{other}'")),
         })
     }
@@ -345,6 +372,13 @@ impl FromWorker {
             },
             Self::PartsDone(done) => done.to_wire(),
             Self::Drawn(drawn) => drawn.to_wire(),
+            // the fields, then their log q
+            Self::Sampled(sampled) => Wire {
+                json: json!({"kind": "sampled", "steps_done": sampled.steps_done,
+                             "generation": sampled.generation, "n": sampled.log_q.len()}),
+                params: Some([sampled.fields.as_slice(), &sampled.log_q].concat()),
+                floats: None,
+            },
         }
     }
 
@@ -352,6 +386,20 @@ impl FromWorker {
         let v = &wire.json;
         Ok(match kind(v)? {
             "drawn" => Self::Drawn(Box::new(Drawn::from_wire(wire)?)),
+            "sampled" => {
+                let n = count(v, "n")?;
+                let numbers = wire.params.ok_or("sampled: no numbers")?;
+                if numbers.len() < n {
+                    return Err("sampled: fewer numbers than samples".into());
+                }
+                let (fields, log_q) = numbers.split_at(numbers.len() - n);
+                Self::Sampled(Sampled {
+                    steps_done: count(v, "steps_done")?,
+                    generation: generation(v)?,
+                    fields: fields.to_vec(),
+                    log_q: log_q.to_vec(),
+                })
+            }
             "trained" => Self::Trained(Trained {
                 // a loss that is not finite travels as null
                 losses: v
