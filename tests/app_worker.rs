@@ -103,8 +103,12 @@ fn the_playground_plays_pauses_and_steps_with_its_run_in_a_worker() {
         let drawn = session(h).picture.model.as_ref().map(|(step, _)| *step);
         drawn == Some(paused_at + 1)
     });
-    // every picture shown was drawn by the worker, none on the page's thread
+    // every picture shown was drawn by the worker, none on the page's thread,
+    // and it measured the metrics with them (paused, every drawing's step)
     let s = session(&h);
+    let last = s.metrics.last().expect("metrics");
+    assert_eq!(last.step, paused_at + 1, "{:?}", s.metrics);
+    assert!(s.metrics.iter().all(|m| m.held_out_nll.is_some()));
     assert!(
         s.pictures_from_worker() >= 3,
         "{}",

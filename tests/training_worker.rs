@@ -7,8 +7,8 @@
 
 use flowplay::app::host::worker::core::{Helper, WorkerCore};
 use flowplay::app::host::worker::protocol::{
-    DrawJob, Drawn, DrawnViews, FromWorker, PartsDone, PartsJob, Sampled, ToWorker, Trained,
-    WorkerSpec, target_from_json, target_to_json,
+    DrawJob, Drawn, DrawnViews, FromWorker, MeasureJob, PartsDone, PartsJob, Sampled, ToWorker,
+    Trained, WorkerSpec, target_from_json, target_to_json,
 };
 use flowplay::app::host::worker::{self, Channel};
 use flowplay::app::host::{CpuReason, HostSpec, TrainerHost};
@@ -16,6 +16,7 @@ use flowplay::app::playground::picture::{PictureJob, cpu_picture_from, latent_sa
 use flowplay::flow::{FlowConfig, FlowKind, FlowModel};
 use flowplay::rng::Rng;
 use flowplay::target::{ImageDensity, Target};
+use flowplay::train::metrics::{ModelMeasures, model_measures};
 use flowplay::train::{Loss, TrainSettings};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -486,6 +487,11 @@ fn drawn_example() -> Drawn {
             center: Some(vec2(-0.5, -1.0)),
             scale: Some(vec2(1.0, 2.0)),
         },
+        measures: Some(ModelMeasures {
+            held_out_nll: Some(1.5),
+            reverse_kl: None,
+            ess: Some(0.25),
+        }),
         seconds: 0.04,
     }
 }
@@ -498,16 +504,24 @@ fn a_worker_draws_the_views_the_page_would_draw() {
     let mut worker = in_a_worker(rings_spec(1e-2));
     worker_frames_to(&mut worker, 30);
     let latent = latent_samples(&mut Rng::seeded(11));
-    assert!(worker.draw_in_worker(latent.clone(), 32));
+    let held_out = Target::Rings
+        .sample(100, &mut Rng::seeded(12))
+        .expect("rings samples");
+    let measure = MeasureJob {
+        held_out: held_out.clone(),
+        reverse_samples: 50,
+        base: 0,
+    };
+    assert!(worker.draw_in_worker(latent.clone(), 32, Some(measure)));
     assert!(worker.drawing_in_worker());
     // one drawing at a time
-    assert!(!worker.draw_in_worker(latent.clone(), 32));
+    assert!(!worker.draw_in_worker(latent.clone(), 32, None));
     let give_up = Instant::now() + Duration::from_secs(60);
-    let (picture, seconds) = loop {
+    let (picture, seconds, measures) = loop {
         assert!(Instant::now() < give_up, "no drawing came");
         let progress = worker.frame(0, Duration::from_millis(14), None);
         if let Some(drawn) = progress.drawn {
-            break drawn;
+            break (drawn.picture, drawn.seconds, drawn.measures);
         }
         std::thread::sleep(Duration::from_millis(2));
     };
@@ -516,6 +530,11 @@ fn a_worker_draws_the_views_the_page_would_draw() {
     let (step, model) = worker.model().expect("the worker's model");
     assert_eq!(step, 30);
     let expected = cpu_picture_from(model.clone(), step, &latent, 32);
+    // the metrics measured with it are the page's numbers for that step
+    let rings = Target::Rings;
+    let measured = model_measures(model.as_flow(), &held_out, Some(&rings), 50, 30);
+    assert!(measured.held_out_nll.is_some());
+    assert_eq!(measures, Some(measured));
     assert_eq!(picture.n, 32);
     assert_eq!(picture.log_q, expected.log_q);
     assert_eq!(picture.samples, expected.samples);
@@ -529,7 +548,7 @@ fn a_worker_draws_the_views_the_page_would_draw() {
     assert_eq!(drawn_model.as_flow().params(), model.as_flow().params());
     // a page that trains in the frame draws itself: nothing to ask
     let mut page = on_the_page(rings_spec(1e-2));
-    assert!(!page.draw_in_worker(latent, 32));
+    assert!(!page.draw_in_worker(latent, 32, None));
 }
 
 /// The lab's measurement in a worker: samples asked for before more steps
@@ -574,7 +593,7 @@ fn a_drawing_of_replaced_parameters_is_passed_over() {
     let mut worker = in_a_worker(rings_spec(1e-2));
     worker_frames_to(&mut worker, 10);
     let latent = latent_samples(&mut Rng::seeded(5));
-    assert!(worker.draw_in_worker(latent.clone(), 16));
+    assert!(worker.draw_in_worker(latent.clone(), 16, None));
     let (_, model) = worker.model().expect("a model");
     let mut params = model.as_flow().params().to_vec();
     params[0] += 0.5;
@@ -585,11 +604,11 @@ fn a_drawing_of_replaced_parameters_is_passed_over() {
     let picture = loop {
         assert!(Instant::now() < give_up, "no drawing came");
         let progress = worker.frame(0, Duration::from_millis(14), None);
-        if let Some((picture, _)) = progress.drawn {
-            break picture;
+        if let Some(drawn) = progress.drawn {
+            break drawn.picture;
         }
         if !worker.drawing_in_worker() && !asked_again {
-            asked_again = worker.draw_in_worker(latent.clone(), 16);
+            asked_again = worker.draw_in_worker(latent.clone(), 16, None);
         }
         std::thread::sleep(Duration::from_millis(2));
     };
@@ -635,6 +654,16 @@ fn every_message_crosses_the_wire_unchanged() {
         ToWorker::Draw(DrawJob {
             latent: vec![0.5, -1.25, 3.0],
             n: 96,
+            measure: None,
+        }),
+        ToWorker::Draw(DrawJob {
+            latent: vec![1.0, 2.0],
+            n: 48,
+            measure: Some(MeasureJob {
+                held_out: vec![0.25, -0.5, 1e-300, 4.0],
+                reverse_samples: 500,
+                base: -3,
+            }),
         }),
     ];
     for message in to {
@@ -672,6 +701,7 @@ fn every_message_crosses_the_wire_unchanged() {
                 lines: vec![],
                 ..drawn_example().views
             },
+            measures: None,
             ..drawn_example()
         })),
     ];

@@ -70,6 +70,44 @@ pub fn reverse_metrics(
     })
 }
 
+/// What the playground measures of a model beside its views, at a step.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ModelMeasures {
+    /// mean -log q of held-out target samples
+    pub held_out_nll: Option<f64>,
+    /// KL(q || p) and ESS/N from flow samples (energy targets)
+    pub reverse_kl: Option<f64>,
+    pub ess: Option<f64>,
+}
+
+/// Measures `flow` at run step `step`: the mean -log q of `held_out`
+/// (none when empty), and with `reverse_target` the reverse KL and ESS/N of
+/// `samples` flow samples, drawn with a seed of the step (the same numbers
+/// wherever they are computed: the page's thread or a run's worker).
+/// Values that are not finite are none.
+pub fn model_measures(
+    flow: &dyn Flow<f64>,
+    held_out: &[f64],
+    reverse_target: Option<&Target>,
+    samples: usize,
+    step: usize,
+) -> ModelMeasures {
+    let finite = |v: Option<f64>| v.filter(|x| x.is_finite());
+    let mut m = ModelMeasures::default();
+    if !held_out.is_empty() {
+        let lq = log_q(flow, held_out);
+        m.held_out_nll = finite(Some(-lq.iter().sum::<f64>() / lq.len() as f64));
+    }
+    if let Some(target) = reverse_target {
+        let mut rng = Rng::seeded(0x6d65_7472 ^ step as u64);
+        if let Some(r) = reverse_metrics(flow, target, samples, &mut rng) {
+            m.reverse_kl = finite(Some(r.reverse_kl));
+            m.ess = finite(Some(r.ess));
+        }
+    }
+    m
+}
+
 /// KL(p || q) between two densities given as log values on the same grid
 /// cells, each normalized over the grid (cells where p is 0 add nothing).
 pub fn grid_kl(log_p: &[f64], log_q: &[f64]) -> Option<f64> {

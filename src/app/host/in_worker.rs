@@ -6,8 +6,12 @@
 
 use super::schedule::checkpoint_due;
 use super::worker::Channel;
-use super::worker::protocol::{DrawJob, Drawn, FromWorker, Sampled, ToWorker, Trained, WorkerSpec};
-use super::{Backend, GpuJob, HostSpec, Progress, TrainerHost, WorkerSamples, run_step};
+use super::worker::protocol::{
+    DrawJob, Drawn, FromWorker, MeasureJob, Sampled, ToWorker, Trained, WorkerSpec,
+};
+use super::{
+    Backend, GpuJob, HostSpec, Progress, TrainerHost, WorkerPicture, WorkerSamples, run_step,
+};
 use crate::flow::FlowModel;
 use crate::train::watch::Verdict;
 use crate::train::{CpuTrainer, Trainer, default_threads};
@@ -109,17 +113,26 @@ impl WorkerRun {
 
 impl<J: GpuJob> TrainerHost<J> {
     /// Asks a run's worker to draw the views of its parameters as they stand
-    /// (the samples pushed from `latent`, the density on an n x n grid);
-    /// they come with a later frame's [`Progress::drawn`]. False when the
-    /// run does not train in a worker, or a drawing is still to come.
-    pub fn draw_in_worker(&mut self, latent: Vec<f32>, n: usize) -> bool {
+    /// (the samples pushed from `latent`, the density on an n x n grid), and
+    /// to `measure` them (its step base is the host's); they come with a
+    /// later frame's [`Progress::drawn`]. False when the run does not train
+    /// in a worker, or a drawing is still to come.
+    pub fn draw_in_worker(
+        &mut self,
+        latent: Vec<f32>,
+        n: usize,
+        measure: Option<MeasureJob>,
+    ) -> bool {
+        let base = self.step_base;
         let Backend::Worker(run) = &mut self.backend else {
             return false;
         };
         if run.drawing {
             return false;
         }
-        run.channel.post(&ToWorker::Draw(DrawJob { latent, n }));
+        let measure = measure.map(|m| MeasureJob { base, ..m });
+        run.channel
+            .post(&ToWorker::Draw(DrawJob { latent, n, measure }));
         run.drawing = true;
         true
     }
@@ -273,7 +286,11 @@ impl<J: GpuJob> TrainerHost<J> {
         match run.spec.model.with_params(drawn.params) {
             Ok(model) => {
                 let step = run_step(self.step_base, drawn.steps_done);
-                progress.drawn = Some((drawn.views.into_picture(step, model), drawn.seconds));
+                progress.drawn = Some(WorkerPicture {
+                    picture: drawn.views.into_picture(step, model),
+                    measures: drawn.measures,
+                    seconds: drawn.seconds,
+                });
             }
             Err(e) => {
                 progress

@@ -17,7 +17,7 @@ pub mod schedule;
 pub mod worker;
 
 pub use offer::{CpuReason, GpuOffer};
-pub use progress::{GpuJob, HostSpec, Progress, WorkerSamples};
+pub use progress::{GpuJob, HostSpec, Progress, WorkerPicture, WorkerSamples};
 pub use schedule::CHECKPOINT_EVERY;
 
 use super::web::spawn;

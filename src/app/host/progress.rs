@@ -6,6 +6,7 @@ use crate::flow::FlowModel;
 use crate::gpu::GpuTrainer;
 use crate::target::Target;
 use crate::train::TrainSettings;
+use crate::train::metrics::ModelMeasures;
 use crate::train::watch::Divergence;
 use std::future::Future;
 
@@ -43,11 +44,19 @@ pub struct Progress<O> {
     pub seconds: f64,
     /// a worker sent newer parameters ([`super::TrainerHost::model`])
     pub fresh_model: bool,
-    /// the views a worker drew ([`super::TrainerHost::draw_in_worker`]),
-    /// and the seconds it took
-    pub drawn: Option<(Picture, f64)>,
+    /// the views a worker drew ([`super::TrainerHost::draw_in_worker`])
+    pub drawn: Option<WorkerPicture>,
     /// the flow samples a worker pushed ([`super::TrainerHost::sample_in_worker`])
     pub sampled: Option<WorkerSamples>,
+}
+
+/// The views a worker drew.
+pub struct WorkerPicture {
+    pub picture: Picture,
+    /// the metrics measured with it, where they were asked for
+    pub measures: Option<ModelMeasures>,
+    /// seconds the drawing took
+    pub seconds: f64,
 }
 
 /// Flow samples a worker pushed from the page's latent fields.

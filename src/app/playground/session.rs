@@ -8,12 +8,13 @@ use super::picture::{
     sharp_size,
 };
 use super::settings::{Settings, loss_for};
+use crate::app::host::worker::protocol::MeasureJob;
 use crate::app::host::{CpuReason, GpuOffer, HostSpec, Progress, TrainerHost};
 use crate::app::rate::RateMeter;
 use crate::flow::FlowModel;
 use crate::rng::Rng;
 use crate::target::{Target, TargetKind};
-use crate::train::metrics::{self, grid_kl};
+use crate::train::metrics::{self, ModelMeasures, grid_kl};
 use crate::train::{Loss, TrainSettings};
 use std::rc::Rc;
 use web_time::{Duration, Instant};
@@ -443,7 +444,17 @@ impl Session {
         } else {
             (latent_samples(&mut self.rng), self.view_sizes.0)
         };
-        let asked = self.host.draw_in_worker(latent.clone(), n);
+        // the metrics come with a training-size drawing when they are due
+        let measure = (!sharp && self.metrics_due()).then(|| MeasureJob {
+            held_out: self.held_out.clone(),
+            reverse_samples: if self.loss() == Loss::ReverseKl {
+                METRIC_SAMPLES
+            } else {
+                0
+            },
+            base: 0,
+        });
+        let asked = self.host.draw_in_worker(latent.clone(), n, measure);
         if asked {
             self.worker_latent = latent;
             self.picture_wanted = false;
@@ -474,17 +485,20 @@ impl Session {
             self.last_picture = Instant::now();
             self.record_metrics();
         }
-        if let Some((picture, seconds)) = progress.drawn {
-            let sharpened = picture.n > self.view_sizes.0;
-            self.picture = picture;
+        if let Some(drawn) = progress.drawn {
+            let sharpened = drawn.picture.n > self.view_sizes.0;
+            self.picture = drawn.picture;
             self.picture_version += 1;
             self.pictures_from_worker += 1;
             self.last_picture = Instant::now();
             if !sharpened {
                 // a paused run's view is then redrawn finer
                 self.sharpen = self.status != Status::Running;
-                self.picture_cost = Duration::from_secs_f64(seconds);
-                self.record_metrics();
+                self.picture_cost = Duration::from_secs_f64(drawn.seconds);
+            }
+            let step = self.picture.model.as_ref().map(|(step, _)| *step);
+            if let (Some(measures), Some(step)) = (drawn.measures, step) {
+                self.record_measures(step, measures);
             }
         }
     }
@@ -607,9 +621,27 @@ impl Session {
     }
 
     /// How often the views are redrawn while training on the CPU: as often
-    /// as keeps drawing under a fifth of the time, at least every 300 ms.
+    /// as keeps drawing under a fifth of the time, and on the page's thread
+    /// at least every 300 ms. A worker draws between its steps, so there the
+    /// fifth holds however long a drawing takes (a wide coupling flow's
+    /// drawing costs many of its steps).
     fn picture_interval(&self) -> Duration {
-        (self.picture_cost * 4).min(Duration::from_millis(300))
+        let fifth = self.picture_cost * 4;
+        if self.host.in_worker() {
+            fifth
+        } else {
+            fifth.min(Duration::from_millis(300))
+        }
+    }
+
+    /// Whether the metrics are due: while training at most every
+    /// [`METRICS_INTERVAL`] (the views may redraw every frame; the metrics
+    /// cost more: CPU, f64).
+    fn metrics_due(&self) -> bool {
+        self.status != Status::Running
+            || self
+                .last_metrics
+                .is_none_or(|t| t.elapsed() >= METRICS_INTERVAL)
     }
 
     /// Measures the model the views show, once per step it was drawn at.
@@ -617,40 +649,34 @@ impl Session {
         let Some((step, model)) = &self.picture.model else {
             return;
         };
-        if self.metrics.last().is_some_and(|m| m.step == *step) {
+        if self.metrics.last().is_some_and(|m| m.step == *step) || !self.metrics_due() {
             return;
         }
-        // the views may redraw every frame; the metrics cost more (CPU, f64)
-        if self.status == Status::Running
-            && self
-                .last_metrics
-                .is_some_and(|t| t.elapsed() < METRICS_INTERVAL)
-        {
+        let reverse = (self.loss() == Loss::ReverseKl).then_some(&self.target);
+        let measures = metrics::model_measures(
+            model.as_flow(),
+            &self.held_out,
+            reverse,
+            METRIC_SAMPLES,
+            *step,
+        );
+        self.record_measures(*step, measures);
+    }
+
+    /// The metrics at `step` from `measures` (computed here or by the run's
+    /// worker), with the KL on the picture's grid.
+    fn record_measures(&mut self, step: usize, measures: ModelMeasures) {
+        if self.metrics.last().is_some_and(|m| m.step == step) {
             return;
         }
         self.last_metrics = Some(Instant::now());
-        let flow = model.as_flow();
-        let mut m = Metrics {
-            step: *step,
-            ..Metrics::default()
+        let m = Metrics {
+            step,
+            held_out_nll: measures.held_out_nll,
+            reverse_kl: measures.reverse_kl,
+            ess: measures.ess,
+            grid_kl: self.grid_kl(),
         };
-        if !self.held_out.is_empty() {
-            let lq = metrics::log_q(flow, &self.held_out);
-            m.held_out_nll = Some(-lq.iter().sum::<f64>() / lq.len() as f64);
-        }
-        if self.loss() == Loss::ReverseKl {
-            let mut rng = Rng::seeded(0x6d65_7472 ^ *step as u64);
-            if let Some(r) = metrics::reverse_metrics(flow, &self.target, METRIC_SAMPLES, &mut rng)
-            {
-                m.reverse_kl = Some(r.reverse_kl);
-                m.ess = Some(r.ess);
-            }
-        }
-        m.grid_kl = self.grid_kl();
-        let finite = |v: Option<f64>| v.filter(|x| x.is_finite());
-        m.held_out_nll = finite(m.held_out_nll);
-        m.reverse_kl = finite(m.reverse_kl);
-        m.ess = finite(m.ess);
         self.metrics.push(m);
     }
 

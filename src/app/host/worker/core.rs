@@ -18,6 +18,8 @@ use crate::app::host::schedule::checkpoint_due;
 use crate::app::host::stop_reason;
 use crate::app::playground::picture::cpu_picture_from;
 use crate::phi4::estimates::flow_samples_from;
+use crate::target::Target;
+use crate::train::metrics::model_measures;
 use crate::train::{CpuTrainer, TrainError, Trainer};
 use std::collections::VecDeque;
 use web_time::{Duration, Instant};
@@ -89,6 +91,8 @@ pub struct WorkerCore {
     stretch: Option<Stretch>,
     /// replies not yet taken by [`Self::take_replies`]
     outbox: Vec<FromWorker>,
+    /// the run's target (the reverse KL's measure needs it)
+    target: Option<Target>,
 }
 
 impl WorkerCore {
@@ -180,18 +184,33 @@ impl WorkerCore {
         let started = Instant::now();
         let model = trainer.model();
         let params = model.as_flow().params().to_vec();
+        let measures = job.measure.map(|m| {
+            let step = (m.base + trainer.steps_done() as i64).max(0) as usize;
+            let reverse = (m.reverse_samples > 0)
+                .then_some(self.target.as_ref())
+                .flatten();
+            model_measures(
+                model.as_flow(),
+                &m.held_out,
+                reverse,
+                m.reverse_samples,
+                step,
+            )
+        });
         let picture = cpu_picture_from(model, 0, &job.latent, job.n);
         self.outbox.push(FromWorker::Drawn(Box::new(Drawn {
             steps_done: trainer.steps_done(),
             generation: self.generation,
             params,
             views: DrawnViews::from_picture(picture),
+            measures,
             seconds: started.elapsed().as_secs_f64(),
         })));
     }
 
     fn start(&mut self, spec: &WorkerSpec) {
         let built = spec.to_host().and_then(|host| {
+            self.target = Some(host.target.clone());
             let dim = host.target.dim();
             let mut trainer = CpuTrainer::<f32>::new(host.model, host.target, host.settings)
                 .map_err(|e| e.to_string())?;

@@ -7,6 +7,7 @@ use crate::app::host::HostSpec;
 use crate::app::playground::picture::Picture;
 use crate::run::model_file::{model_from_json, model_to_json};
 use crate::target::{ImageDensity, Target};
+use crate::train::metrics::ModelMeasures;
 use crate::train::{Loss, TrainSettings};
 use glam::{Vec2, vec2};
 use serde_json::{Value, json};
@@ -51,6 +52,21 @@ pub struct DrawJob {
     pub latent: Vec<f32>,
     /// the side of the density's grid
     pub n: usize,
+    /// the metrics to measure with the drawing, if any
+    pub measure: Option<MeasureJob>,
+}
+
+/// What the page measures of a model beside its views, asked of the worker
+/// with a drawing ([`crate::train::metrics::model_measures`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MeasureJob {
+    /// held-out target samples (n x dim), whose mean -log q is measured
+    pub held_out: Vec<f64>,
+    /// flow samples for the reverse KL and ESS/N (0: not measured)
+    pub reverse_samples: usize,
+    /// the page's step base (the run's step is it plus the trainer's count;
+    /// the reverse samples' seed follows the step)
+    pub base: i64,
 }
 
 /// A worker's answer to [`ToWorker::Draw`].
@@ -63,6 +79,8 @@ pub struct Drawn {
     /// the parameters drawn (the page rebuilds the model from them)
     pub params: Vec<f64>,
     pub views: DrawnViews,
+    /// the metrics, where they were asked for
+    pub measures: Option<ModelMeasures>,
     /// seconds the drawing took
     pub seconds: f64,
 }
@@ -287,8 +305,10 @@ impl ToWorker {
             Self::PartsDone(done) => done.to_wire(),
             Self::HelperFailed(why) => fields(json!({"kind": "helper_failed", "message": why})),
             Self::Draw(job) => Wire {
-                json: json!({"kind": "draw", "n": job.n}),
-                params: None,
+                json: json!({"kind": "draw", "n": job.n,
+                             "measure": job.measure.as_ref().map(|m| json!({
+                                 "reverse_samples": m.reverse_samples, "base": m.base}))}),
+                params: job.measure.as_ref().map(|m| m.held_out.clone()),
                 floats: Some(job.latent.clone()),
             },
             Self::Sample { latent } => Wire {
@@ -347,6 +367,17 @@ impl ToWorker {
             "draw" => Self::Draw(DrawJob {
                 latent: wire.floats.ok_or("draw: no latent points")?,
                 n: count(v, "n")?,
+                measure: match v.get("measure").filter(|m| !m.is_null()) {
+                    Some(m) => Some(MeasureJob {
+                        held_out: wire.params.ok_or("draw: no held-out samples")?,
+                        reverse_samples: count(m, "reverse_samples")?,
+                        base: m
+                            .get("base")
+                            .and_then(Value::as_i64)
+                            .ok_or("draw: no step base")?,
+                    }),
+                    None => None,
+                },
             }),
             "sample" => Self::Sample {
                 latent: wire.params.ok_or("sample: no latent fields")?,
@@ -478,7 +509,10 @@ impl Drawn {
             json: json!({"kind": "drawn", "steps_done": self.steps_done,
                          "generation": self.generation, "seconds": self.seconds,
                          "n": views.n, "samples": views.samples.len(), "lines": lines,
-                         "center": views.center.is_some(), "scale": views.scale.is_some()}),
+                         "center": views.center.is_some(), "scale": views.scale.is_some(),
+                         "measures": self.measures.map(|m| json!({
+                             "held_out_nll": m.held_out_nll, "reverse_kl": m.reverse_kl,
+                             "ess": m.ess}))}),
             params: Some(self.params.clone()),
             floats: Some(floats),
         }
@@ -537,6 +571,15 @@ impl Drawn {
                 center,
                 scale,
             },
+            // (a measure that is not finite crosses as null, that is, none)
+            measures: v.get("measures").filter(|m| !m.is_null()).map(|m| {
+                let value = |key: &str| m.get(key).and_then(Value::as_f64);
+                ModelMeasures {
+                    held_out_nll: value("held_out_nll"),
+                    reverse_kl: value("reverse_kl"),
+                    ess: value("ess"),
+                }
+            }),
             seconds: real(v, "seconds")?,
         })
     }
