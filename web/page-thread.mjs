@@ -1,0 +1,113 @@
+// Measures what training does to the page in headless Chromium (no WebGPU,
+// 1280 x 800): for each link given, the training steps per second, the
+// frames per second while training and paused, and the page thread's tasks
+// of 50 ms or more (a frame at 60 frames/s has 17 ms; a long task holds back
+// every frame behind it). Not a test: it prints figures, it asserts nothing.
+//
+//   node web/page-thread.mjs '?spf=64' '?lab=phi4'
+//   DIST=/tmp/dist-old node web/page-thread.mjs '?spf=64'   (another build)
+//
+// Each link is opened, left 1.5 s, measured paused for 3 s, played with the
+// space key, left 2 s, then measured for 10 s.
+
+import { chromium } from 'playwright-core';
+import { createServer } from 'node:http';
+import { readFile } from 'node:fs/promises';
+import { extname, join, normalize } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const dist = process.env.DIST ?? join(here, '..', 'dist');
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const types = {
+  '.html': 'text/html',
+  '.js': 'text/javascript',
+  '.wasm': 'application/wasm',
+  '.json': 'application/json',
+  '.png': 'image/png',
+  '.css': 'text/css',
+  '.svg': 'image/svg+xml',
+  '.webmanifest': 'application/manifest+json',
+};
+
+/** A static server for the built page on a free port. */
+async function serve() {
+  const server = createServer(async (req, res) => {
+    const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
+    const file = join(dist, path.endsWith('/') ? join(path, 'index.html') : path);
+    try {
+      const body = await readFile(file);
+      res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' });
+      res.end(body);
+    } catch {
+      res.writeHead(404);
+      res.end('not found');
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  return server;
+}
+
+/** Animation frames a second over `ms` milliseconds. */
+function framesPerSecond(page, ms) {
+  return page.evaluate((ms) => new Promise((done) => {
+    let n = 0;
+    const t0 = performance.now();
+    const tick = () => {
+      n += 1;
+      if (performance.now() - t0 < ms) requestAnimationFrame(tick);
+      else done(n / ((performance.now() - t0) / 1000));
+    };
+    requestAnimationFrame(tick);
+  }), ms);
+}
+
+/** The step count in the tab's title. */
+async function step(page) {
+  return Number(/step (\d+)/.exec(await page.title())?.[1] ?? 0);
+}
+
+async function measure(browser, base, query) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await page.goto(`${base}/${query}`);
+  for (let i = 0; i < 400 && !/step \d/.test(await page.title()); i++) await page.waitForTimeout(250);
+  await page.waitForTimeout(1500);
+  const paused = await framesPerSecond(page, 3000);
+  await page.mouse.click(1000, 600);
+  await page.keyboard.press('Space');
+  await page.waitForTimeout(2000);
+  await page.evaluate(() => {
+    window.longTasks = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.longTasks.push(e.duration);
+    }).observe({ type: 'longtask' });
+  });
+  const start = { step: await step(page), at: Date.now() };
+  const fps = await framesPerSecond(page, 10000);
+  const end = { step: await step(page), at: Date.now() };
+  const long = await page.evaluate(() => window.longTasks);
+  const title = await page.title();
+  await page.close();
+  const stepsPerSecond = (end.step - start.step) / ((end.at - start.at) / 1000);
+  const sum = long.reduce((a, b) => a + b, 0);
+  console.log(`${query || '(the default page)'}: ${stepsPerSecond.toFixed(1)} steps/s, `
+    + `${fps.toFixed(1)} frames/s (paused ${paused.toFixed(1)}); page's thread: ${long.length} `
+    + `tasks of 50 ms or more, ${sum.toFixed(0)} ms in all, the longest `
+    + `${Math.max(0, ...long).toFixed(0)} ms`);
+  console.log(`  ${title}`);
+}
+
+const server = await serve();
+const base = `http://127.0.0.1:${server.address().port}`;
+const browser = await chromium.launch({
+  executablePath: chromiumPath,
+  args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--no-first-run', '--use-angle=swiftshader'],
+  headless: true,
+});
+console.log(`the page in ${dist}`);
+for (const query of process.argv.slice(2).length ? process.argv.slice(2) : ['']) {
+  await measure(browser, base, query);
+}
+await browser.close();
+server.close();
