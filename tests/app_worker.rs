@@ -117,6 +117,26 @@ fn the_playground_plays_pauses_and_steps_with_its_run_in_a_worker() {
     assert_eq!(s.picture_version as usize, s.pictures_from_worker());
 }
 
+/// A paused run whose view cannot be drawn finer (a wide coupling flow:
+/// its sharpened size is its training size) asks its worker for one
+/// picture and then rests, rather than asking for the same one again and
+/// again.
+#[test]
+fn a_paused_run_in_a_worker_rests_when_its_view_cannot_be_finer() {
+    let mut h = harness("target=moons&flow=coupling&stack=1&layers=8&width=128&worker=on");
+    frames_until(&mut h, "the first picture", |h| {
+        session(h).pictures_from_worker() >= 1 && !session(h).awaiting_worker()
+    });
+    for _ in 0..20 {
+        h.run_steps(1);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let s = session(&h);
+    assert_eq!(s.pictures_from_worker(), 1);
+    assert!(!s.wants_frame());
+    assert!(!s.awaiting_worker());
+}
+
 #[test]
 fn the_lab_trains_and_measures_its_runs_in_workers() {
     let mut h = harness("lab=phi4&L=4&m2=-4&lambda=2&layers=4&batch=32&worker=on");

@@ -514,6 +514,8 @@ fn a_worker_draws_the_views_the_page_would_draw() {
     };
     assert!(worker.draw_in_worker(latent.clone(), 32, Some(measure)));
     assert!(worker.drawing_in_worker());
+    // a paused page keeps looking for the drawing
+    assert!(worker.awaiting_worker());
     // one drawing at a time
     assert!(!worker.draw_in_worker(latent.clone(), 32, None));
     let give_up = Instant::now() + Duration::from_secs(60);
@@ -526,6 +528,7 @@ fn a_worker_draws_the_views_the_page_would_draw() {
         std::thread::sleep(Duration::from_millis(2));
     };
     assert!(!worker.drawing_in_worker());
+    assert!(!worker.awaiting_worker());
     assert!(seconds > 0.0);
     let (step, model) = worker.model().expect("the worker's model");
     assert_eq!(step, 30);

@@ -72,9 +72,13 @@ impl WorkerRun {
     }
 
     /// Whether a reply is still to come: steps granted but not heard, an
-    /// edit not yet answered.
+    /// edit not yet answered, a drawing or samples asked for (the page keeps
+    /// taking replies while paused until they are in).
     pub(super) fn awaiting(&self) -> bool {
-        self.set_at.is_some() || self.until_sent.is_some_and(|until| until > self.steps_done)
+        self.set_at.is_some()
+            || self.until_sent.is_some_and(|until| until > self.steps_done)
+            || self.drawing
+            || self.sampling
     }
 
     /// Stops the worker at the steps heard (those in flight still come).

@@ -131,6 +131,8 @@ pub struct Session {
     worker_latent: Vec<f32>,
     /// the pictures a worker drew
     pictures_from_worker: usize,
+    /// the step heard when the worker was last asked to draw
+    worker_drawn_at: Option<usize>,
 }
 
 /// How a run of `settings` on `target` trains.
@@ -204,6 +206,7 @@ impl Session {
             view_sizes,
             worker_latent: Vec::new(),
             pictures_from_worker: 0,
+            worker_drawn_at: None,
         };
         let mut held_out_rng = Rng::seeded(session.settings.seed ^ 0x6865_6c64);
         if session.target.kind() == TargetKind::Samples {
@@ -311,7 +314,10 @@ impl Session {
             // the views follow the parameters as they come, drawn by the
             // worker: the page's thread only shows them
             let due = self.last_picture.elapsed() >= self.picture_interval();
-            if fresh && (due || self.status != Status::Running) {
+            // (parameters of the step last drawn, such as the start's, need no
+            // drawing of their own)
+            let newer = self.worker_drawn_at != Some(self.host.steps_done());
+            if fresh && newer && (due || self.status != Status::Running) {
                 self.picture_wanted = true;
             }
             if self.picture_wanted {
@@ -458,6 +464,7 @@ impl Session {
         if asked {
             self.worker_latent = latent;
             self.picture_wanted = false;
+            self.worker_drawn_at = Some(self.host.steps_done());
         }
         asked
     }
@@ -492,8 +499,9 @@ impl Session {
             self.pictures_from_worker += 1;
             self.last_picture = Instant::now();
             if !sharpened {
-                // a paused run's view is then redrawn finer
-                self.sharpen = self.status != Status::Running;
+                // a paused run's view is then redrawn finer, where it can be
+                let finer = self.view_sizes.1 > self.view_sizes.0;
+                self.sharpen = finer && self.status != Status::Running;
                 self.picture_cost = Duration::from_secs_f64(drawn.seconds);
             }
             let step = self.picture.model.as_ref().map(|(step, _)| *step);
