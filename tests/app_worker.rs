@@ -151,12 +151,13 @@ fn the_lab_trains_and_measures_its_runs_in_workers() {
     });
     let lab = h.state().lab().expect("the lab");
     for run in &lab.runs {
-        // measured exactly at the measurement steps (every 20)
+        // measured exactly at the measurement steps (every 20), each once
         assert!(
             run.ess.iter().all(|&(step, _)| step % 20 == 0),
             "{:?}",
             run.ess
         );
+        assert!(run.ess.windows(2).all(|w| w[0].0 < w[1].0), "{:?}", run.ess);
         assert!(run.estimates.is_some());
         assert!(run.stopped.is_none(), "{:?}", run.stopped);
         assert!(run.host.in_worker());

@@ -376,6 +376,10 @@ fn a_halt_stops_workers_short_of_their_grant(workers: usize) {
         "the halt came after the whole grant: {halted_at}"
     );
     assert!(!worker.awaiting_worker());
+    // the parameters it stopped at came back with the halt: the page's
+    // model is the one at the step it heard
+    let (model_step, _) = worker.model().expect("a model");
+    assert_eq!(model_step, halted_at);
     // and goes on from there, each step heard once
     let (losses, _) = worker_frames_to(&mut worker, halted_at + 3);
     let steps: Vec<usize> = losses.iter().map(|&(s, _)| s).collect();
@@ -501,8 +505,14 @@ fn drawn_example() -> Drawn {
 /// same parameters with the same latent points, and shows the run's step.
 #[test]
 fn a_worker_draws_the_views_the_page_would_draw() {
-    let mut worker = in_a_worker(rings_spec(1e-2));
-    worker_frames_to(&mut worker, 30);
+    // a run that starts at step 100 (an imported model's): the worker's
+    // measures are seeded by the run's step, as the page's are
+    worker::set_wanted(true);
+    let mut worker =
+        Host::at_step(rings_spec(1e-2), Err(CpuReason::Chosen), 100).expect("a CPU run");
+    worker::set_wanted(false);
+    assert!(worker.in_worker());
+    worker_frames_to(&mut worker, 130);
     let latent = latent_samples(&mut Rng::seeded(11));
     let held_out = Target::Rings
         .sample(100, &mut Rng::seeded(12))
@@ -531,11 +541,11 @@ fn a_worker_draws_the_views_the_page_would_draw() {
     assert!(!worker.awaiting_worker());
     assert!(seconds > 0.0);
     let (step, model) = worker.model().expect("the worker's model");
-    assert_eq!(step, 30);
+    assert_eq!(step, 130);
     let expected = cpu_picture_from(model.clone(), step, &latent, 32);
     // the metrics measured with it are the page's numbers for that step
     let rings = Target::Rings;
-    let measured = model_measures(model.as_flow(), &held_out, Some(&rings), 50, 30);
+    let measured = model_measures(model.as_flow(), &held_out, Some(&rings), 50, 130);
     assert!(measured.held_out_nll.is_some());
     assert_eq!(measures, Some(measured));
     assert_eq!(picture.n, 32);
@@ -547,7 +557,7 @@ fn a_worker_draws_the_views_the_page_would_draw() {
         (expected.center, expected.scale)
     );
     let (drawn_step, drawn_model) = picture.model.expect("the model drawn");
-    assert_eq!(drawn_step, 30);
+    assert_eq!(drawn_step, 130);
     assert_eq!(drawn_model.as_flow().params(), model.as_flow().params());
     // a page that trains in the frame draws itself: nothing to ask
     let mut page = on_the_page(rings_spec(1e-2));
@@ -583,10 +593,17 @@ fn a_worker_pushes_samples_through_the_flow_it_stopped_at() {
     assert_eq!(samples.fields, fields);
     assert_eq!(samples.log_q, log_q);
     assert_eq!(samples.log_q.len(), 64);
-    // and flow_samples_from draws what flow_samples draws from the same numbers
-    let mut a = Rng::seeded(4);
-    let (drawn, drawn_log_q) = flowplay::phi4::estimates::flow_samples(model.as_flow(), 64, &mut a);
-    assert_eq!((drawn, drawn_log_q), (fields, log_q));
+    // each sample is its own latent point pushed alone, with log q =
+    // log N(z) - log det
+    let flow = model.as_flow();
+    for i in [0, 37, 63] {
+        let z = &latent[2 * i..2 * i + 2];
+        let (mut x, mut ld) = ([0.0; 2], [0.0; 1]);
+        flow.x_from_z(z, &mut x, &mut ld);
+        assert_eq!(&fields[2 * i..2 * i + 2], &x);
+        let log_normal = -0.5 * (z[0] * z[0] + z[1] * z[1]) - std::f64::consts::TAU.ln();
+        assert!((log_q[i] - (log_normal - ld[0])).abs() < 1e-12);
+    }
 }
 
 /// A drawing asked before a hand edit shows the old parameters: it is

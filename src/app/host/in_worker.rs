@@ -134,7 +134,11 @@ impl<J: GpuJob> TrainerHost<J> {
         if run.drawing {
             return false;
         }
-        let measure = measure.map(|m| MeasureJob { base, ..m });
+        // while an edit's answer is on its way the worker's step base is not
+        // yet the page's, so the measures' seed could miss their step: none
+        let measure = measure
+            .filter(|_| run.set_at.is_none())
+            .map(|m| MeasureJob { base, ..m });
         run.channel
             .post(&ToWorker::Draw(DrawJob { latent, n, measure }));
         run.drawing = true;
@@ -324,9 +328,12 @@ impl<J: GpuJob> TrainerHost<J> {
     /// After a worker failed: the run goes on in the page from the last
     /// parameters heard. Returns what to tell the user.
     fn move_into_page(&mut self, why: &str) -> String {
-        let Backend::Worker(run) = &self.backend else {
+        let Backend::Worker(run) = &mut self.backend else {
             return why.to_string();
         };
+        // nothing more comes from it
+        run.drawing = false;
+        run.sampling = false;
         let (count, model) = run.latest.clone();
         let step = run_step(self.step_base, count);
         let mut settings = run.spec.settings.clone();

@@ -453,6 +453,14 @@ impl Playground {
             ctx.request_repaint();
         }
         comparison.frame(budget, self.settings.steps_per_frame);
+        // a run's worker answers between frames (its pictures, a pause's)
+        let waiting = comparison
+            .runs
+            .iter()
+            .any(|r| r.session.awaiting_worker() || r.session.wants_frame());
+        if waiting {
+            ctx.request_repaint_after(Duration::from_millis(100));
+        }
     }
 
     /// The side-by-side window: presets, the designs, the buttons, the small

@@ -100,7 +100,8 @@ pub struct Session {
     pub metrics: Vec<Metrics>,
     /// how long the last CPU redraw of the views took
     picture_cost: Duration,
-    /// a paused CPU run's density is to be redrawn finer next frame
+    /// a paused CPU run's density is to be redrawn finer next frame (by its
+    /// worker, once the worker has no drawing on its way)
     sharpen: bool,
     /// when the metrics were last measured
     last_metrics: Option<Instant>,
@@ -442,7 +443,7 @@ impl Session {
     /// new samples, or `sharp`, finer with the same samples; false when a
     /// drawing is still on its way (or there is no worker).
     fn draw_in_worker(&mut self, sharp: bool) -> bool {
-        if sharp && self.worker_latent.is_empty() {
+        if self.host.drawing_in_worker() || sharp && self.worker_latent.is_empty() {
             return false;
         }
         let (latent, n) = if sharp {
@@ -606,7 +607,7 @@ impl Session {
     }
 
     /// Recomputes what the views draw from the current model (GPU runs do it
-    /// in their next task).
+    /// in their next task; a run in a worker asks the worker to draw it).
     pub fn refresh_picture(&mut self) {
         if self.host.in_worker() {
             // the worker draws (as soon as the drawing on its way, if any, is in)

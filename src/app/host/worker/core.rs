@@ -76,8 +76,9 @@ pub struct WorkerCore {
     base: i64,
     /// the parameters' generation (each replacement by the page is one)
     generation: u64,
-    /// when the parameters last went back
+    /// when the parameters last went back, and at which of the trainer's steps
     params_sent: Option<Instant>,
+    params_sent_at: Option<usize>,
     /// the longest stretch between replies ([`Self::work`]'s budget)
     budget: Duration,
     /// the workers this one splits its steps with
@@ -141,6 +142,7 @@ impl WorkerCore {
             ToWorker::Train { until, base } => {
                 self.until = until;
                 self.base = base;
+                self.reply_at_a_halt();
             }
             ToWorker::SetLearningRate(lr) => {
                 if let Some(t) = &mut self.trainer {
@@ -157,6 +159,27 @@ impl WorkerCore {
             ToWorker::Draw(job) => self.draw(job),
             ToWorker::Sample { latent } => self.sample(&latent),
         }
+    }
+
+    /// A limit at or below the steps taken (the page paused while steps were
+    /// in flight): the parameters the worker stops at go back, so the page's
+    /// views and model catch up with its count.
+    fn reply_at_a_halt(&mut self) {
+        let Some(trainer) = self.trainer.as_ref() else {
+            return;
+        };
+        let done = trainer.steps_done();
+        if self.until > done || self.params_sent_at == Some(done) {
+            return;
+        }
+        self.params_sent = Some(Instant::now());
+        self.params_sent_at = Some(done);
+        self.outbox.push(FromWorker::Trained(Trained {
+            steps_done: done,
+            generation: self.generation,
+            params: Some(trainer.model().as_flow().params().to_vec()),
+            ..Trained::default()
+        }));
     }
 
     /// Pushes a measurement's latent fields through the flow as it stands
@@ -184,6 +207,8 @@ impl WorkerCore {
         let started = Instant::now();
         let model = trainer.model();
         let params = model.as_flow().params().to_vec();
+        // whole (x, y) points only
+        let latent = &job.latent[..job.latent.len() / 2 * 2];
         let measures = job.measure.map(|m| {
             let step = (m.base + trainer.steps_done() as i64).max(0) as usize;
             let reverse = (m.reverse_samples > 0)
@@ -197,7 +222,7 @@ impl WorkerCore {
                 step,
             )
         });
-        let picture = cpu_picture_from(model, 0, &job.latent, job.n);
+        let picture = cpu_picture_from(model, 0, latent, job.n);
         self.outbox.push(FromWorker::Drawn(Box::new(Drawn {
             steps_done: trainer.steps_done(),
             generation: self.generation,
@@ -224,6 +249,7 @@ impl WorkerCore {
                 let params = trainer.model().as_flow().params().to_vec();
                 self.trainer = Some(trainer);
                 self.params_sent = Some(Instant::now());
+                self.params_sent_at = Some(0);
                 // each helper builds the same trainer (and no helpers of its own)
                 let for_helpers = ToWorker::Start(WorkerSpec {
                     helpers: 0,
@@ -254,6 +280,8 @@ impl WorkerCore {
         self.generation = generation;
         // whatever the page asked before the edit, it asks again
         self.until = trainer.steps_done();
+        // (the page holds the parameters it set)
+        self.params_sent_at = Some(trainer.steps_done());
         let replaced = trainer
             .model()
             .with_params(params)
@@ -341,6 +369,7 @@ impl WorkerCore {
             || trainer.steps_done() >= self.until;
         let params = with_params.then(|| {
             self.params_sent = Some(now);
+            self.params_sent_at = Some(trainer.steps_done());
             trainer.model().as_flow().params().to_vec()
         });
         self.outbox.push(FromWorker::Trained(Trained {

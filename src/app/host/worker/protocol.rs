@@ -44,6 +44,9 @@ pub enum ToWorker {
     Sample { latent: Vec<f64> },
 }
 
+/// The finest density grid a drawing may ask for (the views' finest is 256).
+pub const MAX_DRAWN_GRID: usize = 2048;
+
 /// What the views are drawn with.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DrawJob {
@@ -366,7 +369,9 @@ impl ToWorker {
             "helper_failed" => Self::HelperFailed(message(v)),
             "draw" => Self::Draw(DrawJob {
                 latent: wire.floats.ok_or("draw: no latent points")?,
-                n: count(v, "n")?,
+                n: Some(count(v, "n")?)
+                    .filter(|&n| n <= MAX_DRAWN_GRID)
+                    .ok_or("draw: a density grid finer than any view")?,
                 measure: match v.get("measure").filter(|m| !m.is_null()) {
                     Some(m) => Some(MeasureJob {
                         held_out: wire.params.ok_or("draw: no held-out samples")?,
@@ -526,7 +531,7 @@ impl Drawn {
             .and_then(Value::as_array)
             .ok_or("drawn: no lines")?
             .iter()
-            .map(|l| l.as_u64().map(|l| l as usize))
+            .map(|l| l.as_u64().and_then(|l| usize::try_from(l).ok()))
             .collect::<Option<_>>()
             .ok_or("drawn: a line's length is not a whole number")?;
         let samples = count(v, "samples")?;
@@ -601,7 +606,7 @@ fn kind(v: &Value) -> Result<&str, String> {
 fn count(v: &Value, key: &str) -> Result<usize, String> {
     v.get(key)
         .and_then(Value::as_u64)
-        .map(|n| n as usize)
+        .and_then(|n| usize::try_from(n).ok())
         .ok_or_else(|| format!("no whole number '{key}'"))
 }
 
