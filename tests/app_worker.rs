@@ -9,6 +9,7 @@
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use flowplay::app::PlaygroundApp;
+use flowplay::app::playground::picture::{grid_size, sharp_size};
 use flowplay::app::playground::session::{Session, Status};
 use std::time::{Duration, Instant};
 
@@ -124,6 +125,9 @@ fn the_playground_plays_pauses_and_steps_with_its_run_in_a_worker() {
 #[test]
 fn a_paused_run_in_a_worker_rests_when_its_view_cannot_be_finer() {
     let mut h = harness("target=moons&flow=coupling&stack=1&layers=8&width=128&worker=on");
+    // the premise: this flow's paused view is drawn at its training size
+    let (_, model) = session(&h).model().expect("a model");
+    assert_eq!(sharp_size(&model), grid_size(&model));
     frames_until(&mut h, "the first picture", |h| {
         session(h).pictures_from_worker() >= 1 && !session(h).awaiting_worker()
     });
