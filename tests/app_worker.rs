@@ -141,6 +141,56 @@ fn a_paused_run_in_a_worker_rests_when_its_view_cannot_be_finer() {
     assert!(!s.awaiting_worker());
 }
 
+/// "Layer by layer" of a run in a worker: the worker draws each cut (the
+/// page's thread pushes nothing through the flow), and each is the picture
+/// the page would have drawn of that cut.
+#[test]
+fn the_layer_window_of_a_run_in_a_worker_has_its_cuts_drawn_there() {
+    use flowplay::app::playground::layers::SAMPLES_SEED;
+    use flowplay::app::playground::picture::cpu_picture_at;
+    use flowplay::rng::Rng;
+    let mut h = harness("target=rings&flow=radial&stack=8&batch=64&worker=on");
+    for k in 1..=3 {
+        h.get_by_label("Step").click();
+        frames_until(&mut h, "a step", |h| session(h).steps_done() == k);
+    }
+    frames_until(&mut h, "the stepped views", |h| {
+        let s = session(h);
+        s.steps_done() == 3 && s.picture.model.as_ref().is_some_and(|(step, _)| *step == 3)
+    });
+    h.get_by_label("Layer by layer").click();
+    frames_until(&mut h, "the picture at k = N", |h| {
+        h.state()
+            .playground()
+            .layers()
+            .is_some_and(|l| l.picture().is_some())
+    });
+    let playground = h.state().playground();
+    let layers = playground.layers().expect("the window");
+    assert_eq!(layers.scrubber.k, 8);
+    let main = playground.session().expect("a run").picture.log_q.clone();
+    assert_eq!(layers.picture().expect("k = N").log_q, main);
+    let shown = playground.session().expect("a run").picture.model.clone();
+    let (step, model) = shown.expect("the model shown");
+    h.get_by_role_and_label(eframe::egui::accesskit::Role::Slider, "maps applied")
+        .set_value_accesskit(2.0);
+    frames_until(&mut h, "the picture at k = 2", |h| {
+        h.state()
+            .playground()
+            .layers()
+            .is_some_and(|l| l.scrubber.k == 2 && l.picture().is_some())
+    });
+    let drawn = h.state().playground().layers().unwrap().picture().unwrap();
+    let cut = model.prefix(2).expect("a cut");
+    let expected = cpu_picture_at(cut, step, &mut Rng::seeded(SAMPLES_SEED), drawn.n);
+    assert_eq!(drawn.log_q, expected.log_q);
+    assert_eq!(drawn.samples, expected.samples);
+    assert_eq!(drawn.lines, expected.lines);
+    assert_ne!(drawn.log_q, main);
+    // both cuts came from the worker
+    assert!(session(&h).cuts_from_worker() >= 2);
+}
+
 #[test]
 fn the_lab_trains_and_measures_its_runs_in_workers() {
     let mut h = harness("lab=phi4&L=4&m2=-4&lambda=2&layers=4&batch=32&worker=on");

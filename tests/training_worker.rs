@@ -7,8 +7,8 @@
 
 use flowplay::app::host::worker::core::{Helper, WorkerCore};
 use flowplay::app::host::worker::protocol::{
-    DrawJob, Drawn, DrawnViews, FromWorker, MeasureJob, PartsDone, PartsJob, Sampled, ToWorker,
-    Trained, WorkerSpec, target_from_json, target_to_json,
+    DrawCut, DrawJob, Drawn, DrawnViews, FromWorker, MeasureJob, PartsDone, PartsJob, Sampled,
+    ToWorker, Trained, WorkerSpec, target_from_json, target_to_json,
 };
 use flowplay::app::host::worker::{self, Channel};
 use flowplay::app::host::{CpuReason, HostSpec, TrainerHost};
@@ -472,6 +472,16 @@ fn a_broken_worker_is_reported_and_the_run_goes_on_in_the_page() {
     assert_eq!(losses.len(), 5);
 }
 
+/// A drawing of the views at n x n from `latent`, measured where asked.
+fn draw(latent: &[f32], n: usize, measure: Option<MeasureJob>) -> DrawJob {
+    DrawJob {
+        latent: latent.to_vec(),
+        n,
+        measure,
+        cut: None,
+    }
+}
+
 /// A drawing with every kind of view: a 2 x 2 density (one value not
 /// finite), samples, two lines, a centre and scales.
 fn drawn_example() -> Drawn {
@@ -496,6 +506,7 @@ fn drawn_example() -> Drawn {
             reverse_kl: None,
             ess: Some(0.25),
         }),
+        cut: None,
         seconds: 0.04,
     }
 }
@@ -522,12 +533,12 @@ fn a_worker_draws_the_views_the_page_would_draw() {
         reverse_samples: 50,
         base: 0,
     };
-    assert!(worker.draw_in_worker(latent.clone(), 32, Some(measure)));
+    assert!(worker.draw_in_worker(draw(&latent, 32, Some(measure))));
     assert!(worker.drawing_in_worker());
     // a paused page keeps looking for the drawing
     assert!(worker.awaiting_worker());
     // one drawing at a time
-    assert!(!worker.draw_in_worker(latent.clone(), 32, None));
+    assert!(!worker.draw_in_worker(draw(&latent, 32, None)));
     let give_up = Instant::now() + Duration::from_secs(60);
     let (picture, seconds, measures) = loop {
         assert!(Instant::now() < give_up, "no drawing came");
@@ -561,7 +572,7 @@ fn a_worker_draws_the_views_the_page_would_draw() {
     assert_eq!(drawn_model.as_flow().params(), model.as_flow().params());
     // a page that trains in the frame draws itself: nothing to ask
     let mut page = on_the_page(rings_spec(1e-2));
-    assert!(!page.draw_in_worker(latent, 32, None));
+    assert!(!page.draw_in_worker(draw(&latent, 32, None)));
 }
 
 /// The lab's measurement in a worker: samples asked for before more steps
@@ -606,6 +617,45 @@ fn a_worker_pushes_samples_through_the_flow_it_stopped_at() {
     }
 }
 
+/// A cut the run cannot draw (parameters of another structure, or more maps
+/// than it has) comes back empty: the page is not left waiting, and the run
+/// goes on.
+#[test]
+fn a_cut_that_does_not_fit_comes_back_empty() {
+    let mut worker = in_a_worker(rings_spec(1e-2));
+    worker_frames_to(&mut worker, 5);
+    let (_, model) = worker.model().expect("a model");
+    let params = model.as_flow().params().to_vec();
+    let cuts = [
+        DrawCut {
+            params: vec![1.0; 3],
+            maps: 2,
+        },
+        DrawCut { params, maps: 99 },
+    ];
+    for cut in cuts {
+        let job = DrawJob {
+            cut: Some(cut),
+            ..draw(&latent_samples(&mut Rng::seeded(1)), 16, None)
+        };
+        assert!(worker.draw_in_worker(job));
+        let give_up = Instant::now() + Duration::from_secs(60);
+        let drawn = loop {
+            assert!(Instant::now() < give_up, "no drawing came");
+            let progress = worker.frame(0, Duration::from_millis(14), None);
+            assert!(progress.stopped.is_none(), "{:?}", progress.stopped);
+            if let Some(drawn) = progress.drawn {
+                break drawn;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        assert_eq!(drawn.picture.n, 0);
+        assert!(drawn.picture.log_q.is_empty() && drawn.picture.samples.is_empty());
+        assert!(!worker.drawing_in_worker());
+    }
+    worker_frames_to(&mut worker, 10);
+}
+
 /// A drawing asked before a hand edit shows the old parameters: it is
 /// passed over, and the next one shows the edit.
 #[test]
@@ -613,7 +663,7 @@ fn a_drawing_of_replaced_parameters_is_passed_over() {
     let mut worker = in_a_worker(rings_spec(1e-2));
     worker_frames_to(&mut worker, 10);
     let latent = latent_samples(&mut Rng::seeded(5));
-    assert!(worker.draw_in_worker(latent.clone(), 16, None));
+    assert!(worker.draw_in_worker(draw(&latent, 16, None)));
     let (_, model) = worker.model().expect("a model");
     let mut params = model.as_flow().params().to_vec();
     params[0] += 0.5;
@@ -628,7 +678,7 @@ fn a_drawing_of_replaced_parameters_is_passed_over() {
             break drawn.picture;
         }
         if !worker.drawing_in_worker() && !asked_again {
-            asked_again = worker.draw_in_worker(latent.clone(), 16, None);
+            asked_again = worker.draw_in_worker(draw(&latent, 16, None));
         }
         std::thread::sleep(Duration::from_millis(2));
     };
@@ -675,6 +725,7 @@ fn every_message_crosses_the_wire_unchanged() {
             latent: vec![0.5, -1.25, 3.0],
             n: 96,
             measure: None,
+            cut: None,
         }),
         ToWorker::Draw(DrawJob {
             latent: vec![1.0, 2.0],
@@ -683,6 +734,29 @@ fn every_message_crosses_the_wire_unchanged() {
                 held_out: vec![0.25, -0.5, 1e-300, 4.0],
                 reverse_samples: 500,
                 base: -3,
+            }),
+            cut: None,
+        }),
+        ToWorker::Draw(DrawJob {
+            latent: vec![1.0, 2.0],
+            n: 48,
+            measure: Some(MeasureJob {
+                held_out: vec![0.25, -0.5],
+                reverse_samples: 0,
+                base: 7,
+            }),
+            cut: Some(DrawCut {
+                params: vec![3.0, -1e-300, 0.5],
+                maps: 2,
+            }),
+        }),
+        ToWorker::Draw(DrawJob {
+            latent: vec![],
+            n: 8,
+            measure: None,
+            cut: Some(DrawCut {
+                params: vec![],
+                maps: 0,
             }),
         }),
     ];
@@ -722,6 +796,7 @@ fn every_message_crosses_the_wire_unchanged() {
                 ..drawn_example().views
             },
             measures: None,
+            cut: Some(3),
             ..drawn_example()
         })),
     ];

@@ -116,17 +116,13 @@ impl WorkerRun {
 }
 
 impl<J: GpuJob> TrainerHost<J> {
-    /// Asks a run's worker to draw the views of its parameters as they stand
-    /// (the samples pushed from `latent`, the density on an n x n grid), and
-    /// to `measure` them (its step base is the host's); they come with a
-    /// later frame's [`Progress::drawn`]. False when the run does not train
-    /// in a worker, or a drawing is still to come.
-    pub fn draw_in_worker(
-        &mut self,
-        latent: Vec<f32>,
-        n: usize,
-        measure: Option<MeasureJob>,
-    ) -> bool {
+    /// Asks a run's worker to draw `job`: the views of its parameters as they
+    /// stand, or of a cut of the page's (the samples pushed from its latent
+    /// points, the density on an n x n grid), with the metrics where asked
+    /// (their step base is set here, the host's); they come with a later
+    /// frame's [`Progress::drawn`]. False when the run does not train in a
+    /// worker, or a drawing is still to come.
+    pub fn draw_in_worker(&mut self, job: DrawJob) -> bool {
         let base = self.step_base;
         let Backend::Worker(run) = &mut self.backend else {
             return false;
@@ -136,11 +132,12 @@ impl<J: GpuJob> TrainerHost<J> {
         }
         // while an edit's answer is on its way the worker's step base is not
         // yet the page's, so the measures' seed could miss their step: none
-        let measure = measure
+        let measure = job
+            .measure
             .filter(|_| run.set_at.is_none())
             .map(|m| MeasureJob { base, ..m });
         run.channel
-            .post(&ToWorker::Draw(DrawJob { latent, n, measure }));
+            .post(&ToWorker::Draw(DrawJob { measure, ..job }));
         run.drawing = true;
         true
     }
@@ -297,6 +294,7 @@ impl<J: GpuJob> TrainerHost<J> {
                 progress.drawn = Some(WorkerPicture {
                     picture: drawn.views.into_picture(step, model),
                     measures: drawn.measures,
+                    cut: drawn.cut,
                     seconds: drawn.seconds,
                 });
             }

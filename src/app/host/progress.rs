@@ -55,6 +55,8 @@ pub struct WorkerPicture {
     pub picture: Picture,
     /// the metrics measured with it, where they were asked for
     pub measures: Option<ModelMeasures>,
+    /// the maps a cut of the page's model was cut after, for a cut's drawing
+    pub cut: Option<usize>,
     /// seconds the drawing took
     pub seconds: f64,
 }

@@ -4,11 +4,12 @@
 //! and the samples (the same latent points for every k) are pushed through
 //! them. "Morph" plays k from 0 to N. The window shows the model the main
 //! view draws (so k = N is that very picture), taken anew at most every
-//! [`FOLLOW_EVERY`] while training and at once while paused.
+//! [`FOLLOW_EVERY`] while training and at once while paused. A run in a
+//! worker has its cuts drawn there, as its views are.
 
 use super::Playground;
-use super::picture::{Picture, cpu_picture_at, grid_size, latent_picture};
-use super::session::Status;
+use super::picture::{Picture, cpu_picture_at, grid_size, latent_picture, latent_samples};
+use super::session::{Session, Status};
 use super::views::model_ui;
 use crate::app::widgets::colour::{image, normalized};
 use crate::app::widgets::scrubber::Scrubber;
@@ -20,7 +21,7 @@ use web_time::{Duration, Instant};
 /// How often the window takes a training run's model anew.
 const FOLLOW_EVERY: Duration = Duration::from_millis(1500);
 /// The seed of the samples' latent points (the same for every k).
-const SAMPLES_SEED: u64 = 7;
+pub const SAMPLES_SEED: u64 = 7;
 /// The side of the window's view, in points.
 const SIDE: f32 = 300.0;
 
@@ -36,6 +37,9 @@ pub struct LayerScrubber {
     pictures: Vec<Option<Picture>>,
     /// their density grid's size: the main view's
     size: usize,
+    /// the cut asked of the run's worker and not yet come: the model's
+    /// version and k
+    asked: Option<(u64, usize)>,
     texture: Option<(usize, egui::TextureHandle)>,
 }
 
@@ -58,19 +62,45 @@ impl LayerScrubber {
         self.texture = None;
     }
 
-    /// Computes the picture at k if it is missing (one a frame).
-    fn ensure_picture(&mut self) {
+    /// Computes the picture at k if it is missing (one a frame). Where the
+    /// run trains in a worker the worker draws the cut (the latent picture,
+    /// k = 0, costs nothing and is drawn here), so the page's thread pushes
+    /// nothing through the flow.
+    fn ensure_picture(&mut self, session: Option<&mut Session>) {
         let Some((step, model)) = &self.model else {
             return;
+        };
+        let worker = session.filter(|s| s.in_worker());
+        let worker = match worker {
+            Some(session) => {
+                // a cut of this very model, as asked, or one to pass over
+                if let Some((maps, picture)) = session.take_cut_picture() {
+                    if self.asked == Some((self.version, maps))
+                        && let Some(slot) = self.pictures.get_mut(maps)
+                    {
+                        *slot = Some(picture);
+                    }
+                    self.asked = None;
+                }
+                Some(session)
+            }
+            None => None,
         };
         let k = self.scrubber.k;
         if self.picture().is_some() {
             return;
         }
         let mut rng = Rng::seeded(SAMPLES_SEED);
-        let picture = match model.prefix(k) {
-            Some(cut) => cpu_picture_at(cut, *step, &mut rng, self.size),
-            None => latent_picture(model, &mut rng, self.size),
+        let picture = match (model.prefix(k), worker) {
+            (Some(_), Some(session)) => {
+                let latent = latent_samples(&mut rng);
+                if self.asked.is_none() && session.draw_cut_in_worker(model, k, latent, self.size) {
+                    self.asked = Some((self.version, k));
+                }
+                return;
+            }
+            (Some(cut), None) => cpu_picture_at(cut, *step, &mut rng, self.size),
+            (None, _) => latent_picture(model, &mut rng, self.size),
         };
         if let Some(slot) = self.pictures.get_mut(k) {
             *slot = Some(picture);
@@ -124,7 +154,7 @@ impl Playground {
             }
         }
         layers.scrubber.advance();
-        layers.ensure_picture();
+        layers.ensure_picture(self.session.as_mut());
         if layers.scrubber.morphing() || layers.picture().is_none() {
             ctx.request_repaint();
         }

@@ -8,8 +8,8 @@ use super::picture::{
     sharp_size,
 };
 use super::settings::{Settings, loss_for};
-use crate::app::host::worker::protocol::MeasureJob;
-use crate::app::host::{CpuReason, GpuOffer, HostSpec, Progress, TrainerHost};
+use crate::app::host::worker::protocol::{DrawCut, DrawJob, MeasureJob};
+use crate::app::host::{CpuReason, GpuOffer, HostSpec, Progress, TrainerHost, WorkerPicture};
 use crate::app::rate::RateMeter;
 use crate::flow::FlowModel;
 use crate::rng::Rng;
@@ -134,6 +134,10 @@ pub struct Session {
     pictures_from_worker: usize,
     /// the step heard when the worker was last asked to draw
     worker_drawn_at: Option<usize>,
+    /// a cut of the model the worker drew ("Layer by layer"), not yet taken
+    cut_picture: Option<(usize, Picture)>,
+    /// the cuts a worker drew
+    cuts_from_worker: usize,
 }
 
 /// How a run of `settings` on `target` trains.
@@ -208,6 +212,8 @@ impl Session {
             worker_latent: Vec::new(),
             pictures_from_worker: 0,
             worker_drawn_at: None,
+            cut_picture: None,
+            cuts_from_worker: 0,
         };
         let mut held_out_rng = Rng::seeded(session.settings.seed ^ 0x6865_6c64);
         if session.target.kind() == TargetKind::Samples {
@@ -461,13 +467,51 @@ impl Session {
             },
             base: 0,
         });
-        let asked = self.host.draw_in_worker(latent.clone(), n, measure);
+        let asked = self.host.draw_in_worker(DrawJob {
+            latent: latent.clone(),
+            n,
+            measure,
+            cut: None,
+        });
         if asked {
             self.worker_latent = latent;
             self.picture_wanted = false;
             self.worker_drawn_at = Some(self.host.steps_done());
         }
         asked
+    }
+
+    /// Asks the run's worker to draw `model` (of the run's structure) cut
+    /// after its first `maps` maps, its samples pushed from `latent` and its
+    /// density on an n x n grid ("Layer by layer"); it comes through
+    /// [`Self::take_cut_picture`]. False when a drawing is on its way, or
+    /// there is no worker.
+    pub fn draw_cut_in_worker(
+        &mut self,
+        model: &FlowModel<f64>,
+        maps: usize,
+        latent: Vec<f32>,
+        n: usize,
+    ) -> bool {
+        self.host.draw_in_worker(DrawJob {
+            latent,
+            n,
+            measure: None,
+            cut: Some(DrawCut {
+                params: model.as_flow().params().to_vec(),
+                maps,
+            }),
+        })
+    }
+
+    /// A cut's picture the worker drew, once, with the maps it was cut after.
+    pub fn take_cut_picture(&mut self) -> Option<(usize, Picture)> {
+        self.cut_picture.take()
+    }
+
+    /// How many cuts of the model the run's worker drew.
+    pub fn cuts_from_worker(&self) -> usize {
+        self.cuts_from_worker
     }
 
     /// How many pictures the run's worker drew (in a worker the page's
@@ -494,21 +538,32 @@ impl Session {
             self.record_metrics();
         }
         if let Some(drawn) = progress.drawn {
-            let sharpened = drawn.picture.n > self.view_sizes.0;
-            self.picture = drawn.picture;
-            self.picture_version += 1;
-            self.pictures_from_worker += 1;
-            self.last_picture = Instant::now();
-            if !sharpened {
-                // a paused run's view is then redrawn finer, where it can be
-                let finer = self.view_sizes.1 > self.view_sizes.0;
-                self.sharpen = finer && self.status != Status::Running;
-                self.picture_cost = Duration::from_secs_f64(drawn.seconds);
-            }
-            let step = self.picture.model.as_ref().map(|(step, _)| *step);
-            if let (Some(measures), Some(step)) = (drawn.measures, step) {
-                self.record_measures(step, measures);
-            }
+            self.take_drawn(drawn);
+        }
+    }
+
+    /// A picture the worker drew: the views' (with the metrics, where they
+    /// came), or a cut's for the "Layer by layer" window.
+    fn take_drawn(&mut self, drawn: WorkerPicture) {
+        if let Some(maps) = drawn.cut {
+            self.cut_picture = Some((maps, drawn.picture));
+            self.cuts_from_worker += 1;
+            return;
+        }
+        let sharpened = drawn.picture.n > self.view_sizes.0;
+        self.picture = drawn.picture;
+        self.picture_version += 1;
+        self.pictures_from_worker += 1;
+        self.last_picture = Instant::now();
+        if !sharpened {
+            // a paused run's view is then redrawn finer, where it can be
+            let finer = self.view_sizes.1 > self.view_sizes.0;
+            self.sharpen = finer && self.status != Status::Running;
+            self.picture_cost = Duration::from_secs_f64(drawn.seconds);
+        }
+        let step = self.picture.model.as_ref().map(|(step, _)| *step);
+        if let (Some(measures), Some(step)) = (drawn.measures, step) {
+            self.record_measures(step, measures);
         }
     }
 

@@ -205,11 +205,26 @@ impl WorkerCore {
             return;
         };
         let started = Instant::now();
-        let model = trainer.model();
-        let params = model.as_flow().params().to_vec();
+        // a cut of the page's parameters (one that does not fit the run
+        // draws nothing: an empty picture, so the page is not left waiting)
+        let (model, params) = match &job.cut {
+            None => {
+                let model = trainer.model();
+                let params = model.as_flow().params().to_vec();
+                (Some(model), params)
+            }
+            Some(cut) => {
+                let own = trainer.model();
+                match own.with_params(cut.params.clone()) {
+                    Ok(whole) => (whole.prefix(cut.maps), cut.params.clone()),
+                    // (the parameters that come back must fit the run)
+                    Err(_) => (None, own.as_flow().params().to_vec()),
+                }
+            }
+        };
         // whole (x, y) points only
         let latent = &job.latent[..job.latent.len() / 2 * 2];
-        let measures = job.measure.map(|m| {
+        let measures = job.measure.zip(model.as_ref()).map(|(m, model)| {
             let step = (m.base + trainer.steps_done() as i64).max(0) as usize;
             let reverse = (m.reverse_samples > 0)
                 .then_some(self.target.as_ref())
@@ -222,13 +237,16 @@ impl WorkerCore {
                 step,
             )
         });
-        let picture = cpu_picture_from(model, 0, latent, job.n);
+        let views = model.map_or_else(DrawnViews::default, |model| {
+            DrawnViews::from_picture(cpu_picture_from(model, 0, latent, job.n))
+        });
         self.outbox.push(FromWorker::Drawn(Box::new(Drawn {
             steps_done: trainer.steps_done(),
             generation: self.generation,
             params,
-            views: DrawnViews::from_picture(picture),
+            views,
             measures,
+            cut: job.cut.map(|c| c.maps),
             seconds: started.elapsed().as_secs_f64(),
         })));
     }

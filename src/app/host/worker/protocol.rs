@@ -57,6 +57,17 @@ pub struct DrawJob {
     pub n: usize,
     /// the metrics to measure with the drawing, if any
     pub measure: Option<MeasureJob>,
+    /// draw these parameters cut after some maps ("Layer by layer"), not
+    /// the trainer's own as they stand
+    pub cut: Option<DrawCut>,
+}
+
+/// A model the page holds (parameters of the run's structure), cut after its
+/// first `maps` maps.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DrawCut {
+    pub params: Vec<f64>,
+    pub maps: usize,
 }
 
 /// What the page measures of a model beside its views, asked of the worker
@@ -84,6 +95,8 @@ pub struct Drawn {
     pub views: DrawnViews,
     /// the metrics, where they were asked for
     pub measures: Option<ModelMeasures>,
+    /// the maps the model was cut after, for a cut's drawing
+    pub cut: Option<usize>,
     /// seconds the drawing took
     pub seconds: f64,
 }
@@ -307,13 +320,20 @@ impl ToWorker {
             },
             Self::PartsDone(done) => done.to_wire(),
             Self::HelperFailed(why) => fields(json!({"kind": "helper_failed", "message": why})),
-            Self::Draw(job) => Wire {
-                json: json!({"kind": "draw", "n": job.n,
-                             "measure": job.measure.as_ref().map(|m| json!({
-                                 "reverse_samples": m.reverse_samples, "base": m.base}))}),
-                params: job.measure.as_ref().map(|m| m.held_out.clone()),
-                floats: Some(job.latent.clone()),
-            },
+            // the float64 numbers: the cut's parameters, then the held-out samples
+            Self::Draw(job) => {
+                let cut = job.cut.as_ref().map_or(&[][..], |c| &c.params);
+                let held_out = job.measure.as_ref().map_or(&[][..], |m| &m.held_out);
+                Wire {
+                    json: json!({"kind": "draw", "n": job.n,
+                                 "measure": job.measure.as_ref().map(|m| json!({
+                                     "reverse_samples": m.reverse_samples, "base": m.base})),
+                                 "cut": job.cut.as_ref().map(|c| json!({
+                                     "maps": c.maps, "params": c.params.len()}))}),
+                    params: Some([cut, held_out].concat()),
+                    floats: Some(job.latent.clone()),
+                }
+            }
             Self::Sample { latent } => Wire {
                 json: json!({"kind": "sample"}),
                 params: Some(latent.clone()),
@@ -367,23 +387,42 @@ impl ToWorker {
             }
             "parts_done" => Self::PartsDone(PartsDone::from_wire(wire)?),
             "helper_failed" => Self::HelperFailed(message(v)),
-            "draw" => Self::Draw(DrawJob {
-                latent: wire.floats.ok_or("draw: no latent points")?,
-                n: Some(count(v, "n")?)
-                    .filter(|&n| n <= MAX_DRAWN_GRID)
-                    .ok_or("draw: a density grid finer than any view")?,
-                measure: match v.get("measure").filter(|m| !m.is_null()) {
-                    Some(m) => Some(MeasureJob {
-                        held_out: wire.params.ok_or("draw: no held-out samples")?,
-                        reverse_samples: count(m, "reverse_samples")?,
-                        base: m
-                            .get("base")
-                            .and_then(Value::as_i64)
-                            .ok_or("draw: no step base")?,
-                    }),
-                    None => None,
-                },
-            }),
+            "draw" => {
+                let numbers = wire.params.unwrap_or_default();
+                let cut = v.get("cut").filter(|c| !c.is_null());
+                let n_cut = match cut {
+                    Some(c) => count(c, "params")?,
+                    None => 0,
+                };
+                if numbers.len() < n_cut {
+                    return Err("draw: fewer numbers than the cut's parameters".into());
+                }
+                let (cut_params, held_out) = numbers.split_at(n_cut);
+                Self::Draw(DrawJob {
+                    latent: wire.floats.ok_or("draw: no latent points")?,
+                    n: Some(count(v, "n")?)
+                        .filter(|&n| n <= MAX_DRAWN_GRID)
+                        .ok_or("draw: a density grid finer than any view")?,
+                    measure: match v.get("measure").filter(|m| !m.is_null()) {
+                        Some(m) => Some(MeasureJob {
+                            held_out: held_out.to_vec(),
+                            reverse_samples: count(m, "reverse_samples")?,
+                            base: m
+                                .get("base")
+                                .and_then(Value::as_i64)
+                                .ok_or("draw: no step base")?,
+                        }),
+                        None => None,
+                    },
+                    cut: match cut {
+                        Some(c) => Some(DrawCut {
+                            params: cut_params.to_vec(),
+                            maps: count(c, "maps")?,
+                        }),
+                        None => None,
+                    },
+                })
+            }
             "sample" => Self::Sample {
                 latent: wire.params.ok_or("sample: no latent fields")?,
             },
@@ -517,7 +556,8 @@ impl Drawn {
                          "center": views.center.is_some(), "scale": views.scale.is_some(),
                          "measures": self.measures.map(|m| json!({
                              "held_out_nll": m.held_out_nll, "reverse_kl": m.reverse_kl,
-                             "ess": m.ess}))}),
+                             "ess": m.ess})),
+                         "cut": self.cut}),
             params: Some(self.params.clone()),
             floats: Some(floats),
         }
@@ -585,6 +625,10 @@ impl Drawn {
                     ess: value("ess"),
                 }
             }),
+            cut: match v.get("cut").filter(|c| !c.is_null()) {
+                Some(_) => Some(count(v, "cut")?),
+                None => None,
+            },
             seconds: real(v, "seconds")?,
         })
     }
