@@ -189,6 +189,18 @@ fn the_layer_window_of_a_run_in_a_worker_has_its_cuts_drawn_there() {
     assert_ne!(drawn.log_q, main);
     // both cuts came from the worker
     assert!(session(&h).cuts_from_worker() >= 2);
+    // a cut asked for just before a Reset may never come; the new run's do
+    h.get_by_role_and_label(eframe::egui::accesskit::Role::Slider, "maps applied")
+        .set_value_accesskit(5.0);
+    h.run_steps(2);
+    h.get_by_label("Reset").click();
+    frames_until(&mut h, "a cut of the new run", |h| {
+        h.state()
+            .playground()
+            .layers()
+            .is_some_and(|l| l.picture().is_some())
+            && session(h).cuts_from_worker() >= 1
+    });
 }
 
 #[test]

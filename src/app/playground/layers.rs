@@ -82,6 +82,11 @@ impl LayerScrubber {
                     }
                     self.asked = None;
                 }
+                // nothing on its way (a new run after Reset, a worker that
+                // failed): ask again
+                if !session.drawing_in_worker() {
+                    self.asked = None;
+                }
                 Some(session)
             }
             None => None,

@@ -509,6 +509,11 @@ impl Session {
         self.cut_picture.take()
     }
 
+    /// Whether a drawing asked of the run's worker is on its way.
+    pub fn drawing_in_worker(&self) -> bool {
+        self.host.drawing_in_worker()
+    }
+
     /// How many cuts of the model the run's worker drew.
     pub fn cuts_from_worker(&self) -> usize {
         self.cuts_from_worker
