@@ -198,8 +198,9 @@ impl WorkerCore {
         }));
     }
 
-    /// Draws the views of the parameters as they stand (the page then only
-    /// shows them); before the trainer is built, nothing.
+    /// Draws the views of the parameters as they stand, or of the job's cut
+    /// (the page then only shows them); before the trainer is built, nothing
+    /// (the page hears that the worker failed instead).
     fn draw(&mut self, job: DrawJob) {
         let Some(trainer) = self.trainer.as_ref() else {
             return;

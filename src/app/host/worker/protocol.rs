@@ -34,8 +34,9 @@ pub enum ToWorker {
     PartsDone(PartsDone),
     /// To the lead: a helper broke; the message says why.
     HelperFailed(String),
-    /// Draw the playground's views of the parameters as they stand, between
-    /// stretches of training, so the page's thread does not. Answered by
+    /// Draw the playground's views of the parameters as they stand (or of a
+    /// cut of the page's, for "Layer by layer"), between stretches of
+    /// training, so the page's thread does not. Answered by
     /// [`FromWorker::Drawn`].
     Draw(DrawJob),
     /// Push the lab's latent fields (n x V standard normals) through the
