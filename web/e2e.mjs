@@ -21,44 +21,15 @@
 // over two workers.
 
 import { chromium } from 'playwright-core';
-import { createServer } from 'node:http';
-import { readFile, mkdir } from 'node:fs/promises';
-import { extname, join, normalize } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { countFrames, longTasks, serve, watchLongTasks } from './page-tools.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const dist = join(here, '..', 'dist');
 const artifacts = join(here, 'artifacts');
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-
-const types = {
-  '.html': 'text/html',
-  '.js': 'text/javascript',
-  '.wasm': 'application/wasm',
-  '.json': 'application/json',
-  '.png': 'image/png',
-  '.css': 'text/css',
-  '.svg': 'image/svg+xml',
-  '.webmanifest': 'application/manifest+json',
-};
-
-/** A static server for dist/ on a free port. */
-async function serve() {
-  const server = createServer(async (req, res) => {
-    const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
-    const file = join(dist, path.endsWith('/') ? join(path, 'index.html') : path);
-    try {
-      const body = await readFile(file);
-      res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' });
-      res.end(body);
-    } catch {
-      res.writeHead(404);
-      res.end('not found');
-    }
-  });
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  return server;
-}
 
 const common = [
   '--no-sandbox', '--disable-dev-shm-usage', '--disable-background-networking',
@@ -260,41 +231,6 @@ async function onAPhone(browser, base, name, errors) {
   return 'a phone (390 x 844, touch) works without console errors';
 }
 
-/** Starts recording the page thread's tasks of 50 ms or more (a frame at
- *  60 frames/s has 17 ms; a long task holds back every frame behind it). */
-function watchLongTasks(page) {
-  return page.evaluate(() => {
-    window.longTasks = [];
-    new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) window.longTasks.push(e.duration);
-    }).observe({ type: 'longtask' });
-  });
-}
-
-/** The long tasks since `watchLongTasks`: how many, their sum, the longest. */
-async function longTasks(page) {
-  const long = await page.evaluate(() => window.longTasks);
-  return {
-    longTasks: long.length,
-    longestTask: Math.max(0, ...long),
-    longTaskMs: long.reduce((a, b) => a + b, 0),
-  };
-}
-
-/** Counts animation frames for `ms` milliseconds. */
-function countFrames(page, ms) {
-  return page.evaluate((ms) => new Promise((done) => {
-    let n = 0;
-    const t0 = performance.now();
-    const tick = () => {
-      n += 1;
-      if (performance.now() - t0 < ms) requestAnimationFrame(tick);
-      else done({ n, ms: performance.now() - t0 });
-    };
-    requestAnimationFrame(tick);
-  }), ms);
-}
-
 /** The same run stepped 25 times with the S key in a worker and on the
  *  page's thread: the title's mean losses (first and last 20 steps) agree. */
 async function workerMatchesThePage(page, base, name) {
@@ -423,16 +359,7 @@ async function measureSpiral(page, base, name, query = '', label = 'spiral') {
   await waitFor(page, 'the spiral to train', async () => (progress(await page.title())?.step ?? 0) > 0);
   const start = { step: progress(await page.title()).step, at: Date.now() };
   await watchLongTasks(page);
-  const frames = await page.evaluate(() => new Promise((done) => {
-    let n = 0;
-    const t0 = performance.now();
-    const tick = () => {
-      n += 1;
-      if (performance.now() - t0 < 10000) requestAnimationFrame(tick);
-      else done({ n, ms: performance.now() - t0 });
-    };
-    requestAnimationFrame(tick);
-  }));
+  const frames = await countFrames(page, 10000);
   const end = { step: progress(await page.title()).step, at: Date.now() };
   const long = await longTasks(page);
   const device = /\| (GPU|CPU worker|CPU) \|/.exec(await page.title())?.[1];
@@ -444,7 +371,7 @@ async function measureSpiral(page, base, name, query = '', label = 'spiral') {
   };
 }
 
-const server = await serve();
+const server = await serve(dist);
 const base = `http://127.0.0.1:${server.address().port}`;
 await mkdir(artifacts, { recursive: true });
 let failed = false;

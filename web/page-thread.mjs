@@ -11,55 +11,18 @@
 // space key, left 2 s, then measured for 10 s.
 
 import { chromium } from 'playwright-core';
-import { createServer } from 'node:http';
-import { readFile } from 'node:fs/promises';
-import { extname, join, normalize } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { countFrames, longTasks, serve, watchLongTasks } from './page-tools.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const dist = process.env.DIST ?? join(here, '..', 'dist');
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const types = {
-  '.html': 'text/html',
-  '.js': 'text/javascript',
-  '.wasm': 'application/wasm',
-  '.json': 'application/json',
-  '.png': 'image/png',
-  '.css': 'text/css',
-  '.svg': 'image/svg+xml',
-  '.webmanifest': 'application/manifest+json',
-};
-
-/** A static server for the built page on a free port. */
-async function serve() {
-  const server = createServer(async (req, res) => {
-    const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
-    const file = join(dist, path.endsWith('/') ? join(path, 'index.html') : path);
-    try {
-      const body = await readFile(file);
-      res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' });
-      res.end(body);
-    } catch {
-      res.writeHead(404);
-      res.end('not found');
-    }
-  });
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  return server;
-}
 
 /** Animation frames a second over `ms` milliseconds. */
-function framesPerSecond(page, ms) {
-  return page.evaluate((ms) => new Promise((done) => {
-    let n = 0;
-    const t0 = performance.now();
-    const tick = () => {
-      n += 1;
-      if (performance.now() - t0 < ms) requestAnimationFrame(tick);
-      else done(n / ((performance.now() - t0) / 1000));
-    };
-    requestAnimationFrame(tick);
-  }), ms);
+async function framesPerSecond(page, ms) {
+  const frames = await countFrames(page, ms);
+  return frames.n / (frames.ms / 1000);
 }
 
 /** The step count in the tab's title. */
@@ -76,28 +39,22 @@ async function measure(browser, base, query) {
   await page.mouse.click(1000, 600);
   await page.keyboard.press('Space');
   await page.waitForTimeout(2000);
-  await page.evaluate(() => {
-    window.longTasks = [];
-    new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) window.longTasks.push(e.duration);
-    }).observe({ type: 'longtask' });
-  });
+  await watchLongTasks(page);
   const start = { step: await step(page), at: Date.now() };
   const fps = await framesPerSecond(page, 10000);
   const end = { step: await step(page), at: Date.now() };
-  const long = await page.evaluate(() => window.longTasks);
+  const long = await longTasks(page);
   const title = await page.title();
   await page.close();
   const stepsPerSecond = (end.step - start.step) / ((end.at - start.at) / 1000);
-  const sum = long.reduce((a, b) => a + b, 0);
   console.log(`${query || '(the default page)'}: ${stepsPerSecond.toFixed(1)} steps/s, `
-    + `${fps.toFixed(1)} frames/s (paused ${paused.toFixed(1)}); page's thread: ${long.length} `
-    + `tasks of 50 ms or more, ${sum.toFixed(0)} ms in all, the longest `
-    + `${Math.max(0, ...long).toFixed(0)} ms`);
+    + `${fps.toFixed(1)} frames/s (paused ${paused.toFixed(1)}); page's thread: ${long.longTasks} `
+    + `tasks of 50 ms or more, ${long.longTaskMs.toFixed(0)} ms in all, the longest `
+    + `${long.longestTask.toFixed(0)} ms`);
   console.log(`  ${title}`);
 }
 
-const server = await serve();
+const server = await serve(dist);
 const base = `http://127.0.0.1:${server.address().port}`;
 const browser = await chromium.launch({
   executablePath: chromiumPath,
