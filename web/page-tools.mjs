@@ -50,6 +50,32 @@ export function countFrames(page, ms) {
   }), ms);
 }
 
+/** Processor time the page's thread has used so far, in milliseconds
+ *  (Chromium's `ThreadTime` metric, through a DevTools session `cdp` with
+ *  `Performance.enable` sent). Unlike the frames it counts, it does not
+ *  depend on how fast this machine's software renderer fills pixels. */
+export async function pageThreadMs(cdp) {
+  const { metrics } = await cdp.send('Performance.getMetrics');
+  return 1000 * (metrics.find((m) => m.name === 'ThreadTime')?.value ?? NaN);
+}
+
+/** Moves the mouse to and fro over an empty strip of the page until
+ *  `stop()` is called, so egui draws every frame even when nothing else
+ *  changes (a paused page otherwise draws only on input). */
+export function keepMouseMoving(page, y = 790) {
+  let moving = true;
+  const done = (async () => {
+    for (let i = 0; moving; i++) {
+      await page.mouse.move(400 + 300 * Math.abs(Math.sin(i / 10)), y);
+      await page.waitForTimeout(8);
+    }
+  })();
+  return async () => {
+    moving = false;
+    await done;
+  };
+}
+
 /** Starts recording the page thread's tasks of 50 ms or more (a frame at
  *  60 frames/s has 17 ms; a long task holds back every frame behind it). */
 export function watchLongTasks(page) {
