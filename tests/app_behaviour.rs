@@ -102,6 +102,46 @@ fn a_changed_target_starts_a_new_run_at_once_and_keeps_the_old_curve() {
 }
 
 #[test]
+fn the_tab_title_follows_training_four_times_a_second_and_ends_on_the_last_step() {
+    // frames a sixtieth of a second apart, as in a browser
+    let mut h = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .with_step_dt(1.0 / 60.0)
+        .wgpu()
+        .build_eframe(|_cc| {
+            PlaygroundApp::with_settings(small("moons"))
+                .with_train_budget(BUDGET)
+                .with_cpu_threads(2)
+        });
+    h.run_steps(2);
+    assert!(
+        h.state().tab_title().contains("step 0"),
+        "{}",
+        h.state().tab_title()
+    );
+    h.get_by_label("Play").click();
+    // two seconds of frames: the step changes every frame, the title at
+    // most every quarter second
+    let mut titles = vec![h.state().tab_title().to_string()];
+    for _ in 0..120 {
+        h.run_steps(1);
+        if titles.last().map(String::as_str) != Some(h.state().tab_title()) {
+            titles.push(h.state().tab_title().to_string());
+        }
+    }
+    assert!(
+        (5..=10).contains(&titles.len()),
+        "{} titles in 2 s: {titles:?}",
+        titles.len()
+    );
+    // paused, the last change held back is still shown once due
+    h.get_by_label("Pause").click();
+    h.run_steps(20);
+    let shown = h.state().playground().title().expect("a title");
+    assert_eq!(h.state().tab_title(), shown);
+}
+
+#[test]
 fn a_long_run_is_set_aside_only_when_the_user_agrees() {
     let mut settings = small("moons");
     settings.steps_per_frame = 64;

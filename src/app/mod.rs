@@ -36,6 +36,9 @@ use web_time::Duration;
 /// The share of a frame training may take.
 const TRAIN_BUDGET: Duration = Duration::from_millis(14);
 
+/// Seconds between two changes of the tab's title (see `update_title`).
+const TITLE_EVERY: f64 = 0.25;
+
 /// The pages of the app.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Page {
@@ -52,8 +55,10 @@ pub struct PlaygroundApp {
     playground: Playground,
     /// the lab, made when first opened (its HMC reference takes a moment)
     lab: Option<Phi4Lab>,
-    /// the tab title last set (web: the tab shows the run's progress)
+    /// the tab title last set (web: the tab shows the run's progress), and
+    /// when, in the page's seconds
     title: String,
+    title_set_at: f64,
     /// frames so far, and their rate on the wall clock
     frames: usize,
     frame_meter: RateMeter,
@@ -162,6 +167,7 @@ impl PlaygroundApp {
             devices,
             lab: None,
             title: String::new(),
+            title_set_at: f64::NEG_INFINITY,
             frames: 0,
             frame_meter: RateMeter::new(),
             query: String::new(),
@@ -205,6 +211,12 @@ impl PlaygroundApp {
     /// or the CPU, as a user's choice (a link's `gpu=on`).
     pub fn choose_gpu(&mut self, gpu: bool) {
         self.playground.choose_gpu(gpu);
+    }
+
+    /// The browser tab's title as last set (on the web; natively the same
+    /// text, set nowhere).
+    pub fn tab_title(&self) -> &str {
+        &self.title
     }
 
     /// The 2D playground.
@@ -453,17 +465,26 @@ impl PlaygroundApp {
         }
     }
 
-    /// Shows the page's progress in the browser tab.
-    fn update_title(&mut self) {
+    /// Shows the page's progress in the browser tab, at most every
+    /// [`TITLE_EVERY`] seconds: while training the step changes every frame,
+    /// and each new title is a call into the browser that took 3 ms a frame
+    /// of the page's thread in headless Chromium on two busy cores. A change
+    /// held back is shown once due, whether or not anything else redraws.
+    fn update_title(&mut self, ctx: &egui::Context) {
         let title = match (self.page, &self.lab) {
             (Page::Phi4Lab, Some(lab)) => Some(lab.title()),
             _ => self.playground.title(),
         };
-        if let Some(title) = title
-            && title != self.title
-        {
+        let Some(title) = title.filter(|t| *t != self.title) else {
+            return;
+        };
+        let (now, due) = (ctx.input(|i| i.time), self.title_set_at + TITLE_EVERY);
+        if now >= due {
             web::set_page_title(&title);
             self.title = title;
+            self.title_set_at = now;
+        } else {
+            ctx.request_repaint_after(Duration::from_secs_f64(due - now));
         }
     }
 }
@@ -507,7 +528,7 @@ impl eframe::App for PlaygroundApp {
                 self.playground.ui(ui, budget, fps, &mut self.classroom)
             }
         }
-        self.update_title();
+        self.update_title(ui.ctx());
         self.update_address(ui.ctx());
     }
 }
