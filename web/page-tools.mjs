@@ -1,7 +1,7 @@
 // What the end-to-end test (e2e.mjs) and the page-thread measurement
-// (page-thread.mjs) share: a static server for a built page, and the
+// (page-thread.mjs) share: a static server for a built page, the
 // measurements taken in the page (animation frames, the page thread's long
-// tasks).
+// tasks and processor time), and a mouse kept moving so every frame is drawn.
 
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
@@ -52,8 +52,8 @@ export function countFrames(page, ms) {
 
 /** Processor time the page's thread has used so far, in milliseconds
  *  (Chromium's `ThreadTime` metric, through a DevTools session `cdp` with
- *  `Performance.enable` sent). Unlike the frames it counts, it does not
- *  depend on how fast this machine's software renderer fills pixels. */
+ *  `Performance.enable` sent). Unlike a count of frames, it does not depend
+ *  on how fast this machine's software renderer fills pixels. */
 export async function pageThreadMs(cdp) {
   const { metrics } = await cdp.send('Performance.getMetrics');
   return 1000 * (metrics.find((m) => m.name === 'ThreadTime')?.value ?? NaN);

@@ -467,8 +467,8 @@ impl PlaygroundApp {
 
     /// Shows the page's progress in the browser tab, at most every
     /// [`TITLE_EVERY`] seconds: while training the step changes every frame,
-    /// and each new title is a call into the browser that took 3 ms a frame
-    /// of the page's thread in headless Chromium on two busy cores. A change
+    /// and each new title is a call into the browser that took about 2 ms a
+    /// frame of the page's thread in headless Chromium on two busy cores. A change
     /// held back is shown once due, whether or not anything else redraws.
     fn update_title(&mut self, ctx: &egui::Context) {
         let title = match (self.page, &self.lab) {
