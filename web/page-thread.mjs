@@ -1,7 +1,7 @@
 // Measures what training does to the page in headless Chromium (no WebGPU,
 // 1280 x 800): for each link given, the training steps per second, the
 // frames per second while training and paused, the page thread's processor
-// time per frame in both, and its tasks of 50 ms or more while training (a
+// time per frame and per second in both, and its tasks of 50 ms or more while training (a
 // frame at 60 frames/s has 17 ms; a long task holds back every frame behind
 // it). Not a test: it prints figures, it asserts nothing.
 //
@@ -64,8 +64,10 @@ async function measure(browser, base, query) {
   const stepsPerSecond = (end.step - start.step) / ((end.at - start.at) / 1000);
   console.log(`${query || '(the default page)'}: ${stepsPerSecond.toFixed(1)} steps/s, `
     + `${training.perSecond.toFixed(1)} frames/s (paused ${paused.perSecond.toFixed(1)}); `
-    + `page's thread: ${training.cpuMs.toFixed(1)} ms of processor time a frame `
-    + `(paused ${paused.cpuMs.toFixed(1)}), ${long.longTasks} tasks of 50 ms or more, `
+    + `page's thread: ${training.cpuMs.toFixed(1)} ms of processor time a frame, `
+    + `${(training.cpuMs * training.perSecond).toFixed(0)} ms a second (paused `
+    + `${paused.cpuMs.toFixed(1)}, ${(paused.cpuMs * paused.perSecond).toFixed(0)}), `
+    + `${long.longTasks} tasks of 50 ms or more, `
     + `${long.longTaskMs.toFixed(0)} ms in all, the longest ${long.longestTask.toFixed(0)} ms`);
   console.log(`  ${title}`);
 }
