@@ -98,8 +98,11 @@ impl LayerScrubber {
         let mut rng = Rng::seeded(SAMPLES_SEED);
         let picture = match (model.prefix(k), worker) {
             (Some(_), Some(session)) => {
-                let latent = latent_samples(&mut rng);
-                if self.asked.is_none() && session.draw_cut_in_worker(model, k, latent, self.size) {
+                // (the latent points only when asking: a cut on its way
+                // leaves every frame until it comes with nothing to do)
+                if self.asked.is_none()
+                    && session.draw_cut_in_worker(model, k, latent_samples(&mut rng), self.size)
+                {
                     self.asked = Some((self.version, k));
                 }
                 return;

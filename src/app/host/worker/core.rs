@@ -206,9 +206,10 @@ impl WorkerCore {
             return;
         };
         let started = Instant::now();
+        let cut_maps = job.cut.as_ref().map(|c| c.maps);
         // a cut of the page's parameters (one that does not fit the run
         // draws nothing: an empty picture, so the page is not left waiting)
-        let (model, params) = match &job.cut {
+        let (model, params) = match job.cut {
             None => {
                 let model = trainer.model();
                 let params = model.as_flow().params().to_vec();
@@ -217,7 +218,7 @@ impl WorkerCore {
             Some(cut) => {
                 let own = trainer.model();
                 match own.with_params(cut.params.clone()) {
-                    Ok(whole) => (whole.prefix(cut.maps), cut.params.clone()),
+                    Ok(whole) => (whole.prefix(cut.maps), cut.params),
                     // (the parameters that come back must fit the run)
                     Err(_) => (None, own.as_flow().params().to_vec()),
                 }
@@ -247,7 +248,7 @@ impl WorkerCore {
             params,
             views,
             measures,
-            cut: job.cut.map(|c| c.maps),
+            cut: cut_maps,
             seconds: started.elapsed().as_secs_f64(),
         })));
     }
